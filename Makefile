@@ -1,0 +1,40 @@
+# The two commands of the README. Both create .venv on first use.
+#   make reproduce   run the whole DAG on the embedded default profile (CPU, no network)
+#   make test        run the test suite
+# GPU users: make reproduce TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"
+PYTHON     ?= python3
+VENV       ?= .venv
+TORCH_SPEC ?= torch==2.13.0
+CORES      ?= 2
+PROFILE    ?= config/default.yaml
+BIN        := $(VENV)/bin
+STAMP      := $(VENV)/.installed
+
+export HF_HUB_OFFLINE ?= 1
+export HF_DATASETS_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: reproduce test bench lint dry-run clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet $(TORCH_SPEC)
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+reproduce: $(STAMP)
+	$(BIN)/snakemake --profile workflows/profiles/local --cores $(CORES) --configfile $(PROFILE)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.train_throughput
+
+lint: $(STAMP)
+	$(BIN)/snakemake --lint --configfile $(PROFILE)
+	$(BIN)/snakemake -n --configfile $(PROFILE)
+
+clean:
+	rm -rf results .snakemake

@@ -1,0 +1,23 @@
+# Thin entry point: profile + validation, one include per stage, the final target.
+#   snakemake --profile workflows/profiles/local --configfile config/default.yaml
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/default.yaml"
+
+
+include: "workflows/common.smk"
+include: "workflows/data.smk"
+include: "workflows/pretrain.smk"
+include: "workflows/evaluate.smk"
+include: "workflows/tables.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        ppl_results(),
+        "results/tables/index.json",
+        "results/report/report.html",

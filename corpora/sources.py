@@ -1,0 +1,154 @@
+"""Where documents come from: the synthetic world, a Hugging Face corpus by name, or local files.
+
+Every source ends as the same artifact, ``{train,valid,test}.jsonl`` (one ``{"text": ...}`` per
+line, plus ``logprob`` and ``concepts`` for the synthetic world) and a ``manifest.json`` with the
+sha256, document count and — when the source knows it — the exact oracle NLL of every split.
+
+Real corpora are streamed through ``datasets``; corpora without a validation or test split have
+them carved from the head of the training stream (the first ``n_test`` documents are test, the
+next ``n_valid`` are valid, training starts after them), so no document is in two splits.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Iterator
+
+from common.errors import ReproError
+from common.io import atomic_write_json, sha256_file
+
+SPLITS = ("train", "valid", "test")
+
+
+@dataclass(frozen=True)
+class HFCorpus:
+    path: str
+    name: str | None
+    text_field: str
+    splits: dict  # our split -> the dataset's split; missing ones are carved from train
+
+
+HF_CORPORA = {
+    "openwebtext": HFCorpus("Skylion007/openwebtext", None, "text", {"train": "train"}),
+    "pile": HFCorpus("monology/pile-uncopyrighted", None, "text",
+                     {"train": "train", "valid": "validation", "test": "test"}),
+    "tinystories": HFCorpus("roneneldan/TinyStories", None, "text", {"train": "train", "valid": "validation"}),
+    "lm1b": HFCorpus("lm1b", None, "text", {"train": "train", "test": "test"}),
+    "wikitext103": HFCorpus("Salesforce/wikitext", "wikitext-103-raw-v1", "text",
+                            {"train": "train", "valid": "validation", "test": "test"}),
+}
+LOCAL_FORMATS = {".txt": "text", ".jsonl": "json", ".json": "json", ".parquet": "parquet"}
+
+
+class CorpusError(ReproError, RuntimeError):
+    """A corpus cannot be read: unknown name, missing file, wrong format."""
+
+
+def _stream(path: str, name: str | None, split: str, **kwargs) -> Iterator[dict]:
+    import datasets
+
+    try:
+        return iter(datasets.load_dataset(path, name, split=split, streaming=True, **kwargs))
+    except (FileNotFoundError, ConnectionError, OSError, ValueError) as e:
+        raise CorpusError(f"cannot open {path}{'/' + name if name else ''} split {split!r}: {e}. Offline? "
+                          "Point corpus.local at downloaded files instead") from e
+
+
+def _texts(rows: Iterator[dict], field: str, where: str) -> Iterator[dict]:
+    for row in rows:
+        if field not in row:
+            raise CorpusError(f"{where}: rows have no field {field!r} (fields: {sorted(row)}); set corpus.text_field")
+        text = row[field]
+        if text and text.strip():
+            yield {"text": text}
+
+
+def hf_documents(cfg: dict) -> dict[str, Iterator[dict]]:
+    """Documents per split of a named HF corpus, limited by ``cfg['max_docs'][split]``."""
+    if cfg["name"] not in HF_CORPORA:
+        raise CorpusError(f"corpus.hf.name={cfg['name']!r} is unknown; choose one of {sorted(HF_CORPORA)}")
+    spec = HF_CORPORA[cfg["name"]]
+    field = cfg.get("text_field", spec.text_field)
+    limit = cfg["max_docs"]
+    native = {s: _texts(_stream(spec.path, spec.name, hf_split), field, spec.path)
+              for s, hf_split in spec.splits.items()}
+    train = native["train"]
+    out = {}
+    for split in ("test", "valid"):  # carve missing splits from the head of train, test first
+        out[split] = native[split] if split in native else iter(list(islice(train, limit[split])))
+    out["train"] = train
+    return {s: islice(out[s], limit[s]) for s in SPLITS}
+
+
+def local_documents(cfg: dict) -> dict[str, Iterator[dict]]:
+    """Documents per split from local text / jsonl / parquet files (absolute or relative paths)."""
+    out = {}
+    for split in SPLITS:
+        path = Path(cfg[split]).expanduser().resolve()
+        if not path.is_file():
+            raise CorpusError(f"corpus.local.{split}={cfg[split]}: no such file; fix the path")
+        fmt = LOCAL_FORMATS.get(path.suffix)
+        if fmt is None:
+            raise CorpusError(f"corpus.local.{split}={path}: unsupported extension {path.suffix!r}; "
+                              f"use one of {sorted(LOCAL_FORMATS)}")
+        kwargs = {"sample_by": cfg.get("sample_by", "paragraph")} if fmt == "text" else {}
+        rows = _stream(fmt, None, "train", data_files={"train": str(path)}, **kwargs)
+        out[split] = _texts(rows, cfg.get("text_field", "text"), str(path))
+    return out
+
+
+def synthetic_documents(cfg: dict, seed: int) -> dict[str, Iterator[dict]]:
+    from corpora.synthetic import WorldConfig, generate_split
+
+    try:
+        world = WorldConfig(**cfg)
+    except TypeError as e:
+        raise CorpusError(f"corpus.synthetic: {e}") from e
+    return {s: generate_split(world, s, seed) for s in SPLITS}
+
+
+def write_corpus(corpus_cfg: dict, out_dir: Path) -> dict:
+    """Materialise the configured corpus as jsonl splits + manifest; returns the manifest."""
+    source = corpus_cfg["source"]
+    if source == "synthetic":
+        docs = synthetic_documents(corpus_cfg.get("synthetic", {}), corpus_cfg["seed"])
+    elif source == "hf":
+        docs = hf_documents(corpus_cfg["hf"])
+    elif source == "local":
+        docs = local_documents(corpus_cfg["local"])
+    else:
+        raise CorpusError(f"corpus.source={source!r}: use synthetic, hf or local")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    splits = {}
+    for split in SPLITS:
+        path = out_dir / f"{split}.jsonl"
+        tmp = path.with_name(f".{path.name}.tmp")
+        n_docs, oracle = 0, 0.0
+        with open(tmp, "w") as f:
+            for doc in docs[split]:
+                f.write(json.dumps(doc) + "\n")
+                n_docs += 1
+                oracle = oracle - doc["logprob"] if "logprob" in doc and oracle is not None else None
+        if n_docs == 0:
+            tmp.unlink()
+            raise CorpusError(f"corpus split {split!r} is empty; check the corpus size settings")
+        tmp.replace(path)
+        splits[split] = {"file": path.name, "n_docs": n_docs, "sha256": sha256_file(path), "oracle_nll": oracle}
+    manifest = {"id": corpus_cfg["id"], "source": source, "splits": splits}
+    atomic_write_json(out_dir / "manifest.json", manifest)
+    return manifest
+
+
+def read_documents(corpus_dir: Path, split: str) -> Iterator[dict]:
+    path = Path(corpus_dir) / f"{split}.jsonl"
+    if not path.is_file():
+        raise CorpusError(f"{path}: corpus split missing; run the 'corpus' rule to create it")
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as e:
+                raise CorpusError(f"{path}:{i}: not valid JSON ({e}); delete {path.parent} and re-run 'corpus'") from e

@@ -1,0 +1,117 @@
+"""Tokenizers and the one-time tokenisation of a corpus into memmaps.
+
+* ``train_bpe``: byte-level BPE with HF ``tokenizers`` on the training split, vocabulary size per
+  config, ``<|endoftext|>`` as the only special token (id 0).
+* ``load_tokenizer``: a trained ``tokenizer.json`` or, for full-scale profiles, a pretrained one by
+  name (``gpt2``, ``EleutherAI/gpt-neox-20b``) through ``transformers`` (needs the hub or its cache).
+* ``tokenize_corpus``: every split once into ``{split}.bin`` laid out
+  ``EOT doc_1 EOT doc_2 EOT ... doc_n EOT``, so every document and its end are predicted from the
+  preceding EOT; the manifest records the token counts, the file hashes, the tokenizer hash and
+  the oracle NLL carried over from the corpus manifest.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from common.errors import ReproError
+from common.io import atomic_write_json, atomic_write_text, sha256_file
+from corpora.sources import SPLITS, read_documents
+
+EOT = "<|endoftext|>"
+PRETRAINED = {"gpt2": "gpt2", "gpt-neox": "EleutherAI/gpt-neox-20b", "pythia": "EleutherAI/pythia-160m"}
+
+
+class TokenizerError(ReproError, RuntimeError):
+    """A tokenizer is missing, unreadable or does not match the tokens it is used with."""
+
+
+def train_bpe(corpus_dir: Path, vocab_size: int, min_frequency: int, out_path: Path) -> str:
+    """Train byte-level BPE on the train split; write ``tokenizer.json``; return its sha256."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=[EOT],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator((d["text"] for d in read_documents(corpus_dir, "train")), trainer=trainer)
+    atomic_write_text(out_path, tok.to_str())
+    return sha256_file(out_path)
+
+
+class LoadedTokenizer:
+    """Uniform view over a ``tokenizers.Tokenizer`` and a pretrained ``transformers`` tokenizer."""
+
+    def __init__(self, encode_batch, decode, vocab_size: int, eot_id: int, sha256: str):
+        self.encode_batch, self.decode = encode_batch, decode
+        self.vocab_size, self.eot_id, self.sha256 = vocab_size, eot_id, sha256
+
+
+def load_tokenizer(tokenizer_cfg: dict, path: Path | None = None) -> LoadedTokenizer:
+    if tokenizer_cfg["kind"] == "bpe":
+        from tokenizers import Tokenizer
+
+        if path is None or not Path(path).is_file():
+            raise TokenizerError(f"{path}: tokenizer file missing; run the 'tokenizer' rule")
+        try:
+            tok = Tokenizer.from_file(str(path))
+        except Exception as e:
+            raise TokenizerError(f"{path}: unreadable tokenizer ({e}); delete it and re-run 'tokenizer'") from e
+        return LoadedTokenizer(lambda texts: [e.ids for e in tok.encode_batch(texts)], tok.decode,
+                               tok.get_vocab_size(), tok.token_to_id(EOT), sha256_file(path))
+    from transformers import AutoTokenizer
+
+    name = PRETRAINED.get(tokenizer_cfg["name"], tokenizer_cfg["name"])
+    try:
+        tok = AutoTokenizer.from_pretrained(name)
+    except OSError as e:
+        raise TokenizerError(f"tokenizer {name!r} is not available offline ({e}); download it once with network, "
+                             "or set tokenizer.name to a local folder") from e
+    return LoadedTokenizer(lambda texts: tok(texts, add_special_tokens=False)["input_ids"], tok.decode,
+                           len(tok), tok.eos_token_id, "pretrained:" + name)
+
+
+def tokenize_corpus(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, batch_docs: int = 1000) -> dict:
+    """Write ``{split}.bin`` for every split and the tokens manifest; return the manifest."""
+    corpus_dir, out_dir = Path(corpus_dir), Path(out_dir)
+    corpus_manifest = json.loads((corpus_dir / "manifest.json").read_text())
+    dtype = np.uint16 if tok.vocab_size <= 1 << 16 else np.uint32
+    out_dir.mkdir(parents=True, exist_ok=True)
+    splits = {}
+    for split in SPLITS:
+        path = out_dir / f"{split}.bin"
+        tmp = path.with_name(f".{path.name}.tmp")
+        n_tokens, n_docs, batch = 0, 0, []
+        with open(tmp, "wb") as f:
+            f.write(np.array([tok.eot_id], dtype=dtype).tobytes())
+            n_tokens += 1
+
+            def flush():
+                nonlocal n_tokens
+                for ids in tok.encode_batch(batch):
+                    f.write(np.array(ids + [tok.eot_id], dtype=dtype).tobytes())
+                    n_tokens += len(ids) + 1
+                batch.clear()
+
+            for doc in read_documents(corpus_dir, split):
+                batch.append(doc["text"])
+                n_docs += 1
+                if len(batch) == batch_docs:
+                    flush()
+            flush()
+        tmp.replace(path)
+        splits[split] = {"file": path.name, "dtype": np.dtype(dtype).name, "n_tokens": n_tokens, "n_docs": n_docs,
+                         "sha256": sha256_file(path), "oracle_nll": corpus_manifest["splits"][split]["oracle_nll"]}
+    manifest = {"tokenizer_sha256": tok.sha256, "vocab_size": tok.vocab_size, "eot_id": tok.eot_id,
+                "corpus_sha256": sha256_file(corpus_dir / "manifest.json"), "splits": splits}
+    atomic_write_json(out_dir / "manifest.json", manifest)
+    return manifest
+
+
+def check_tokenizer(tokens_manifest: dict, tokenizer_sha256: str, where: Path) -> None:
+    if tokens_manifest["tokenizer_sha256"] != tokenizer_sha256:
+        raise TokenizerError(f"{where}: tokens were made by tokenizer {tokens_manifest['tokenizer_sha256'][:12]}, "
+                             f"the tokenizer given is {tokenizer_sha256[:12]}; delete {where} and re-run 'tokenize'")

@@ -1,0 +1,93 @@
+"""Perplexity of a trained model on the valid and test token streams, beside two references
+computed on exactly the same target tokens:
+
+* the **oracle** PPL: exp of the synthetic world's exact document NLL (generator log-probabilities,
+  end-of-document included) divided by the number of target tokens — the floor no model can beat
+  in expectation; absent (null) for real corpora;
+* the **unigram** PPL: add-one-smoothed token frequencies of the training split.
+
+The model scores the stream in disjoint windows of ``seq_len`` (every target token once, each
+conditioned on the tokens since its window start). The oracle conditions on the whole document, so
+the gap between them includes what a window boundary hides; ``details.window`` records the choice.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from common.io import atomic_write_json, config_hash, sha256_file
+from common.provenance import provenance
+from models.registry import build_model
+from trainer.checkpoint import CheckpointError, load_model_weights
+from trainer.data import open_split, read_manifest, sequential_windows
+
+
+def load_trained(final_dir: Path) -> tuple[torch.nn.Module, dict]:
+    """The model in ``final_dir`` and its manifest, after checking the weights' sha256."""
+    final_dir = Path(final_dir)
+    manifest_path = final_dir / "manifest.json"
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"{manifest_path}: unreadable ({e}); re-run the 'pretrain' rule") from e
+    weights = final_dir / "model.safetensors"
+    if not weights.is_file() or sha256_file(weights) != manifest["model_sha256"]:
+        raise CheckpointError(f"{weights}: missing or sha256 differs from {manifest_path}; the checkpoint is "
+                              "truncated or was replaced: delete the run's final/ folder and re-run 'pretrain'")
+    model_cfg = {k: v for k, v in manifest["config"]["model"].items() if k != "seq_len"}
+    model = build_model(model_cfg, vocab_size=manifest["vocab_size"], seq_len=manifest["config"]["model"]["seq_len"])
+    load_model_weights(model, weights)
+    return model.eval(), manifest
+
+
+@torch.no_grad()
+def stream_nll(model: torch.nn.Module, tokens: np.ndarray, seq_len: int, batch_size: int) -> tuple[float, int]:
+    """(summed NLL in nats, number of targets) over every target position of ``tokens``."""
+    total, count = 0.0, 0
+    windows = list(sequential_windows(len(tokens), seq_len))
+    for i in range(0, len(windows), batch_size):
+        group = windows[i:i + batch_size]
+        for length in sorted({n for _, n in group}):  # full windows batched; the short tail alone
+            starts = [s for s, n in group if n == length]
+            block = torch.from_numpy(np.stack([np.asarray(tokens[s:s + length + 1], dtype=np.int64) for s in starts]))
+            logits = model(block[:, :-1])["logits"]
+            total += F.cross_entropy(logits.flatten(0, 1).double(), block[:, 1:].flatten(), reduction="sum").item()
+            count += block[:, 1:].numel()
+    return total, count
+
+
+def unigram_nll(train_tokens: np.ndarray, tokens: np.ndarray, vocab_size: int) -> float:
+    counts = np.bincount(np.asarray(train_tokens), minlength=vocab_size).astype(np.float64) + 1.0
+    logp = np.log(counts / counts.sum())
+    return float(-logp[np.asarray(tokens[1:], dtype=np.int64)].sum())
+
+
+def evaluate_perplexity(final_dir: Path, tokens_dir: Path, out_path: Path, batch_size: int = 16,
+                        splits: tuple[str, ...] = ("valid", "test")) -> dict:
+    t0 = time.perf_counter()
+    model, manifest = load_trained(final_dir)
+    tokens_manifest = read_manifest(tokens_dir)
+    train_tokens = open_split(tokens_dir, "train")
+    seq_len = manifest["config"]["model"]["seq_len"]
+    metrics, details = {}, {"window": f"disjoint windows of {seq_len} tokens", "batch_size": batch_size}
+    for split in splits:
+        tokens = open_split(tokens_dir, split)
+        nll, n = stream_nll(model, tokens, seq_len, batch_size)
+        oracle = tokens_manifest["splits"][split]["oracle_nll"]
+        metrics.update({f"{split}/nll": nll / n, f"{split}/ppl": math.exp(nll / n),
+                        f"{split}/oracle_ppl": math.exp(oracle / n) if oracle is not None else None,
+                        f"{split}/unigram_ppl": math.exp(unigram_nll(train_tokens, tokens, manifest["vocab_size"]) / n)})
+        details[f"{split}/tokens"] = n
+    run_cfg = manifest["config"]
+    result = {"schema_version": 1, "experiment": run_cfg["id"], "seed": run_cfg["seed"], "eval": Path(out_path).stem,
+              "metrics": metrics, "details": details, "config": run_cfg,
+              "provenance": provenance(config_hash=config_hash(run_cfg), checkpoint_sha256=manifest["model_sha256"],
+                                       seed=run_cfg["seed"], wall_time_s=time.perf_counter() - t0)}
+    atomic_write_json(out_path, result)
+    return result

@@ -1,0 +1,124 @@
+"""Token-level causal language model: the Base and PM baselines of every paper table.
+
+ConceptLM (arXiv 2602.08984) §4.1 compares against two token baselines on each backbone:
+*Base*, the plain GPT-2 / Pythia model, and *PM* (parameter-matched), the same model with two
+extra token layers so that its parameter count matches ConceptLM's two concept layers. Both are
+this module; PM is a configuration entry (``n_layer`` + 2), not a separate class.
+
+The model returns a dict: ``logits`` and ``losses`` (named scalar losses). The trainer sums the
+losses with configured weights, so every model family plugs into the same trainer.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from models.blocks import Block, Rotary, init_weights
+from models.losses import linear_cross_entropy
+
+
+@dataclass(frozen=True)
+class TokenLMConfig:
+    """Hyper-parameters of a GPT-2-style token LM (defaults: GPT-2 conventions)."""
+    vocab_size: int
+    seq_len: int
+    d_model: int
+    n_layer: int
+    n_head: int
+    mlp_ratio: int = 4
+    dropout: float = 0.0
+    bias: bool = True
+    norm_eps: float = 1e-5
+    activation: str = "gelu_tanh"      # gelu_tanh (GPT-2) | gelu (GPT-NeoX)
+    positional: str = "learned"        # learned (GPT-2) | rotary (GPT-NeoX)
+    rotary_pct: float = 1.0
+    rotary_base: float = 10000.0
+    parallel_residual: bool = False
+    tie_embeddings: bool = True
+    init_std: float = 0.02
+
+    def __post_init__(self):
+        if self.d_model % self.n_head:
+            raise ValueError(f"model.d_model={self.d_model} is not divisible by model.n_head={self.n_head}; "
+                             "choose n_head dividing d_model")
+        if self.positional not in ("learned", "rotary"):
+            raise ValueError(f"model.positional={self.positional!r}: use 'learned' or 'rotary'")
+        if self.activation not in ("gelu_tanh", "gelu"):
+            raise ValueError(f"model.activation={self.activation!r}: use 'gelu_tanh' or 'gelu'")
+
+
+@dataclass(frozen=True)
+class PythiaConfig(TokenLMConfig):
+    """GPT-NeoX conventions used by Pythia: 25% rotary, parallel residual, untied head, exact GELU."""
+    activation: str = "gelu"
+    positional: str = "rotary"
+    rotary_pct: float = 0.25
+    parallel_residual: bool = True
+    tie_embeddings: bool = False
+
+
+class TokenLM(nn.Module):
+    def __init__(self, cfg: TokenLMConfig):
+        super().__init__()
+        self.cfg = cfg
+        rotary = (Rotary(cfg.d_model // cfg.n_head, cfg.rotary_pct, cfg.rotary_base, cfg.seq_len)
+                  if cfg.positional == "rotary" else None)
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.wpe = nn.Embedding(cfg.seq_len, cfg.d_model) if cfg.positional == "learned" else None
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(
+            Block(cfg.d_model, cfg.n_head, cfg.mlp_ratio * cfg.d_model, bias=cfg.bias, dropout=cfg.dropout,
+                  activation=cfg.activation, norm_eps=cfg.norm_eps, parallel_residual=cfg.parallel_residual,
+                  rotary=rotary)
+            for _ in range(cfg.n_layer))
+        self.ln_f = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps, bias=cfg.bias)
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        init_weights(self, cfg.init_std, cfg.n_layer)
+        if cfg.tie_embeddings:
+            self.lm_head.weight = self.wte.weight
+
+    def embed(self, idx: torch.Tensor) -> torch.Tensor:
+        x = self.wte(idx)
+        if self.wpe is not None:
+            x = x + self.wpe.weight[: idx.shape[1]]
+        return self.drop(x)
+
+    def hidden(self, idx: torch.Tensor) -> torch.Tensor:
+        """Final normalised hidden states, (batch, time, d_model)."""
+        if idx.shape[1] > self.cfg.seq_len:
+            raise ValueError(f"input length {idx.shape[1]} exceeds model.seq_len={self.cfg.seq_len}")
+        x = self.embed(idx)
+        for block in self.blocks:
+            x = block(x)
+        return self.ln_f(x)
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> dict:
+        """idx: (batch, time) token ids. Without targets: ``{"logits": (batch, time, vocab)}``.
+        With targets (targets[t] is the token after idx[t]): ``{"losses": {"ntp": mean NLL}}``,
+        computed by the fused head + cross-entropy without materialising the logits twice."""
+        h = self.hidden(idx)
+        if targets is None:
+            return {"logits": self.lm_head(h)}
+        return {"losses": {"ntp": linear_cross_entropy(h.flatten(0, 1), self.lm_head.weight, targets.flatten())}}
+
+    def num_params(self, non_embedding: bool = True) -> int:
+        n = sum(p.numel() for p in self.parameters())
+        if non_embedding:
+            n -= self.wte.weight.numel()
+            if self.wpe is not None:
+                n -= self.wpe.weight.numel()
+        return n
+
+
+def token_lm_flops_per_token(cfg: TokenLMConfig) -> float:
+    """Training FLOPs per token, nanoGPT/PaLM convention: 6 * N_matmul + 12 * L * d * T.
+
+    N_matmul counts every weight that takes part in a matmul, the LM head included (vocab * d),
+    and excludes embedding look-ups; the attention term is the full (non-causal-halved) 12 L d T.
+    """
+    d, L = cfg.d_model, cfg.n_layer
+    per_layer = 4 * d * d + 2 * cfg.mlp_ratio * d * d
+    n_matmul = L * per_layer + cfg.vocab_size * d
+    return 6.0 * n_matmul + 12.0 * L * d * cfg.seq_len

@@ -1,0 +1,65 @@
+"""Shared fixtures: a tiny real corpus (local jsonl files -> BPE -> token memmaps) and run settings.
+
+Nothing here needs the network or ../shared; every file is created under pytest's tmp dirs.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+WORDS = ("the cat dog bird sees finds a red blue small big house tree river near under over and then "
+         "quickly slowly runs jumps sleeps because while").split()
+
+TINY_RUN = {
+    "id": "tiny", "seed": 0,
+    "corpus": {"id": "tiny", "source": "local"}, "tokenizer": {"kind": "bpe", "vocab_size": 300, "min_frequency": 2},
+    "model": {"arch": "gpt2", "seq_len": 32, "d_model": 32, "n_layer": 2, "n_head": 2, "dropout": 0.0},
+    "train": {"steps": 12, "batch_size": 4, "micro_batch_size": 2, "lr": 3e-3, "min_lr_ratio": 0.1,
+              "warmup_steps": 2, "weight_decay": 0.1, "betas": [0.9, 0.95], "eps": 1e-8, "grad_clip": 1.0,
+              "log_interval": 2, "eval_interval": 6, "eval_batches": 2, "checkpoint_interval": 4,
+              "keep_checkpoints": 2, "compile": False, "precision": "auto", "loss_weights": {"ntp": 1.0}},
+    "eval": {"batch_size": 4},
+}
+
+
+@pytest.fixture(autouse=True)
+def _deterministic_threads():
+    torch.set_num_threads(1)
+    yield
+
+
+def write_docs(path: Path, n: int, seed: int) -> None:
+    rng = random.Random(seed)
+    with open(path, "w") as f:
+        for _ in range(n):
+            text = ". ".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 9)))
+                             for _ in range(rng.randint(2, 5))) + "."
+            f.write(json.dumps({"text": text}) + "\n")
+
+
+@pytest.fixture(scope="session")
+def tiny_data(tmp_path_factory) -> dict:
+    """{'root', 'corpus', 'tokenizer', 'tokens'} of a tiny local corpus, built with the real code."""
+    from corpora.sources import write_corpus
+    from corpora.tokenization import load_tokenizer, tokenize_corpus, train_bpe
+
+    root = tmp_path_factory.mktemp("tiny_data")
+    for split, n, seed in (("train", 400, 1), ("valid", 40, 2), ("test", 40, 3)):
+        write_docs(root / f"raw_{split}.jsonl", n, seed)
+    corpus_cfg = {"id": "tiny", "source": "local",
+                  "local": {s: str(root / f"raw_{s}.jsonl") for s in ("train", "valid", "test")}}
+    write_corpus(corpus_cfg, root / "corpus")
+    train_bpe(root / "corpus", 300, 2, root / "tokenizer.json")
+    tokenize_corpus(root / "corpus", load_tokenizer({"kind": "bpe"}, root / "tokenizer.json"), root / "tokens")
+    return {"root": root, "corpus": root / "corpus", "tokenizer": root / "tokenizer.json", "tokens": root / "tokens"}
+
+
+@pytest.fixture
+def run_cfg() -> dict:
+    return copy.deepcopy(TINY_RUN)

@@ -1,0 +1,86 @@
+"""Models: causality of every registered model, HF GPT-2 parity, the fused loss, learning."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from models.losses import linear_cross_entropy
+from models.registry import REGISTRY, build_model, flops_per_token
+
+SMALL = {"d_model": 32, "n_layer": 2, "n_head": 4}
+
+
+@pytest.mark.parametrize("arch", sorted(REGISTRY))
+def test_future_tokens_change_no_earlier_logit(arch):
+    torch.manual_seed(0)
+    model = build_model({"arch": arch, **SMALL}, vocab_size=97, seq_len=48).eval()
+    x = torch.randint(0, 97, (2, 48))
+    for t in (0, 17, 46):
+        y = x.clone()
+        y[:, t + 1:] = torch.randint(0, 97, (2, 47 - t))
+        a, b = model(x)["logits"], model(y)["logits"]
+        assert torch.equal(a[:, : t + 1], b[:, : t + 1]), f"{arch}: position <= {t} saw the future"
+        assert not torch.allclose(a[:, t + 1:], b[:, t + 1:])
+
+
+def test_gpt2_matches_transformers_logits_both_directions():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from models.hf_gpt2 import from_hf_gpt2, to_hf_gpt2
+
+    torch.manual_seed(0)
+    hf = GPT2LMHeadModel(GPT2Config(vocab_size=211, n_positions=64, n_embd=48, n_layer=3, n_head=4,
+                                    bos_token_id=0, eos_token_id=0)).eval()
+    ours = from_hf_gpt2(hf).eval()
+    x = torch.randint(0, 211, (3, 64))
+    with torch.no_grad():
+        torch.testing.assert_close(ours(x)["logits"], hf(x).logits, atol=1e-5, rtol=1e-5)
+        back = to_hf_gpt2(ours, bos_token_id=0, eos_token_id=0)
+        torch.testing.assert_close(back(x).logits, hf(x).logits, atol=1e-5, rtol=1e-5)
+
+
+def test_fused_linear_cross_entropy_equals_autograd():
+    torch.manual_seed(0)
+    h = torch.randn(1300, 24, dtype=torch.float64, requires_grad=True)  # > one chunk, ragged tail
+    w = torch.randn(77, 24, dtype=torch.float64, requires_grad=True)
+    y = torch.randint(0, 77, (1300,))
+    (3 * linear_cross_entropy(h, w, y)).backward()
+    h2, w2 = h.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    ref = F.cross_entropy(h2 @ w2.T, y)
+    (3 * ref).backward()
+    torch.testing.assert_close(linear_cross_entropy(h.detach(), w.detach(), y), ref.detach())
+    torch.testing.assert_close(h.grad, h2.grad)
+    torch.testing.assert_close(w.grad, w2.grad)
+
+
+@pytest.mark.parametrize("arch", sorted(REGISTRY))
+def test_loss_decreases_on_a_fixed_batch(arch):
+    torch.manual_seed(0)
+    model = build_model({"arch": arch, **SMALL}, vocab_size=50, seq_len=32)
+    x = torch.randint(0, 50, (4, 33))
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(30):
+        loss = model(x[:, :-1], x[:, 1:])["losses"]["ntp"]
+        losses.append(loss.item())
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    assert losses[-1] < 0.5 * losses[0]
+
+
+def test_pm_is_base_plus_two_layers_and_flops_grow():
+    base = build_model({"arch": "gpt2", **SMALL}, vocab_size=50, seq_len=32)
+    pm = build_model({"arch": "gpt2", **SMALL, "n_layer": 4}, vocab_size=50, seq_len=32)
+    per_layer = 12 * 32 * 32 + 13 * 32  # 12 d^2 weights + biases and norm gains
+    assert pm.num_params() - base.num_params() == 2 * per_layer
+    f_base = flops_per_token({"arch": "gpt2", **SMALL}, vocab_size=50, seq_len=32)
+    f_pm = flops_per_token({"arch": "gpt2", **SMALL, "n_layer": 4}, vocab_size=50, seq_len=32)
+    assert f_pm - f_base == 2 * (6 * 12 * 32 * 32 + 12 * 32 * 32)
+
+
+def test_pythia_uses_neox_conventions():
+    model = build_model({"arch": "pythia", **SMALL}, vocab_size=50, seq_len=32)
+    assert model.wpe is None and model.lm_head.weight is not model.wte.weight
+    assert model.blocks[0].parallel_residual and model.blocks[0].attn.rotary.rot_dim == 2  # 25% of 8

@@ -1,0 +1,99 @@
+"""Token streams on disk and the deterministic order in which training reads them.
+
+A split is one flat memmap of token ids (``{split}.bin``) described by ``manifest.json``: dtype,
+token count and sha256 of every file, the tokenizer's hash and the corpus hash. Opening a split
+re-hashes the file; a mismatch is an error, never a silent rebuild (Pythia's
+``shard_hashes.txt`` habit).
+
+Training examples are the windows ``tokens[i*T : i*T + T + 1]`` (inputs and shifted targets).
+Their order is a pure function of (seed, manifest hash, epoch) — a PCG64 permutation per epoch —
+and of nothing else: no global RNG, so a resumed run reads exactly the batches an uninterrupted
+run would (OLMo's global-indices idea, computed rather than stored).
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from common.errors import ReproError
+from common.io import sha256_file
+
+MANIFEST = "manifest.json"
+
+
+class DataError(ReproError, RuntimeError):
+    """A token file is missing, truncated or does not match its manifest."""
+
+
+def read_manifest(tokens_dir: Path) -> dict:
+    path = Path(tokens_dir) / MANIFEST
+    if not path.is_file():
+        raise DataError(f"{path}: token manifest missing; run the 'tokenize' rule (snakemake) to create it")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise DataError(f"{path}: unreadable manifest ({e}); delete the tokens folder and re-run 'tokenize'") from e
+
+
+def open_split(tokens_dir: Path, split: str, verify: bool = True) -> np.memmap:
+    """The token ids of ``split`` as a read-only memmap, after checking size and sha256."""
+    tokens_dir = Path(tokens_dir)
+    manifest = read_manifest(tokens_dir)
+    if split not in manifest["splits"]:
+        raise DataError(f"{tokens_dir / MANIFEST}: no split {split!r}; available: {sorted(manifest['splits'])}")
+    entry = manifest["splits"][split]
+    path = tokens_dir / entry["file"]
+    if not path.is_file():
+        raise DataError(f"{path}: token file missing; re-run 'tokenize'")
+    dtype = np.dtype(entry["dtype"])
+    if path.stat().st_size != entry["n_tokens"] * dtype.itemsize:
+        raise DataError(f"{path}: {path.stat().st_size} bytes, manifest says {entry['n_tokens']} tokens of "
+                        f"{dtype}; the file is truncated or stale: delete {tokens_dir} and re-run 'tokenize'")
+    if verify and sha256_file(path) != entry["sha256"]:
+        raise DataError(f"{path}: sha256 differs from {tokens_dir / MANIFEST}; the tokens were modified: "
+                        f"delete {tokens_dir} and re-run 'tokenize'")
+    return np.memmap(path, dtype=dtype, mode="r")
+
+
+def order_key(manifest: dict, split: str) -> int:
+    """64-bit integer tying the data order to the exact token content of ``split``."""
+    return int(manifest["splits"][split]["sha256"][:16], 16)
+
+
+class WindowOrder:
+    """Maps a global example index to a window of the token stream, epoch by epoch."""
+
+    def __init__(self, n_tokens: int, seq_len: int, seed: int, key: int):
+        self.seq_len = seq_len
+        self.n_windows = (n_tokens - 1) // seq_len
+        if self.n_windows < 1:
+            raise DataError(f"{n_tokens} tokens cannot fill one window of model.seq_len={seq_len}+1; "
+                            "use a larger corpus or a shorter seq_len")
+        self.seed, self.key = seed, key
+
+    @lru_cache(maxsize=2)
+    def permutation(self, epoch: int) -> np.ndarray:
+        rng = np.random.Generator(np.random.PCG64([self.seed, self.key, epoch]))
+        return rng.permutation(self.n_windows)
+
+    def window_starts(self, first: int, count: int) -> np.ndarray:
+        idx = np.arange(first, first + count)
+        epochs, pos = np.divmod(idx, self.n_windows)
+        return np.array([self.permutation(e)[p] for e, p in zip(epochs, pos)], dtype=np.int64) * self.seq_len
+
+
+def gather_windows(tokens: np.ndarray, starts: np.ndarray, seq_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and targets, each (len(starts), seq_len) int64."""
+    block = np.stack([np.asarray(tokens[s:s + seq_len + 1], dtype=np.int64) for s in starts])
+    block = torch.from_numpy(block)
+    return block[:, :-1], block[:, 1:]
+
+
+def sequential_windows(n_tokens: int, seq_len: int):
+    """Disjoint evaluation windows (start, length) covering every target position 1..n-1 once."""
+    for start in range(0, n_tokens - 1, seq_len):
+        yield start, min(seq_len, n_tokens - 1 - start)

@@ -1,0 +1,212 @@
+"""One trainer for every model family of the suite.
+
+A model's ``forward(idx, targets)`` returns ``{"losses": {name: scalar}}``; the trainer sums them
+with ``train.loss_weights`` (default 1 each) and logs every term, so ConceptLM's NTP + NCP + VQ or
+DLCM's auxiliary losses need nothing here. AdamW with linear warm-up and cosine decay, gradient
+clipping and accumulation, bf16 autocast on CUDA, optional ``torch.compile``, DDP under
+``torchrun``. Data order comes from ``trainer.data.WindowOrder`` (seed + manifest hash);
+checkpoints from ``trainer.checkpoint`` (atomic, resumed automatically).
+
+A non-finite loss or gradient norm stops the run *before* the optimizer step, naming the step and
+the loss term; the last good checkpoint stays on disk.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from contextlib import nullcontext
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from tqdm import tqdm
+
+from common.errors import ReproError
+from common.io import atomic_write_json, config_hash, sha256_file
+from models.registry import build_model, flops_per_token
+from trainer.checkpoint import load_checkpoint, save_checkpoint, save_weights, valid_checkpoints
+from trainer.data import WindowOrder, gather_windows, open_split, order_key, read_manifest
+from trainer.metrics import MetricsLog
+
+
+class NonFiniteLossError(ReproError, RuntimeError):
+    """A loss term or the gradient norm is NaN/inf; raised before the optimizer step."""
+
+
+def learning_rate(step: int, t: dict) -> float:
+    """Linear warm-up to ``lr`` over ``warmup_steps``, cosine decay to ``lr * min_lr_ratio`` at ``steps``."""
+    if step < t["warmup_steps"]:
+        return t["lr"] * (step + 1) / t["warmup_steps"]
+    progress = (step - t["warmup_steps"]) / max(1, t["steps"] - t["warmup_steps"])
+    floor = t["lr"] * t["min_lr_ratio"]
+    return floor + 0.5 * (t["lr"] - floor) * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def make_optimizer(model: torch.nn.Module, t: dict) -> torch.optim.AdamW:
+    """AdamW; weight decay on matrices only (not on biases, norm gains)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": t["weight_decay"]},
+              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=t["lr"], betas=tuple(t["betas"]), eps=t["eps"])
+
+
+class Trainer:
+    def __init__(self, run_cfg: dict, tokens_dir: Path, run_dir: Path, threads: int | None = None):
+        self.cfg, self.t = run_cfg, run_cfg["train"]
+        self.run_dir, self.tokens_dir = Path(run_dir), Path(tokens_dir)
+        self.config_hash = config_hash(run_cfg)
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        if self.world > 1 and not dist.is_initialized():
+            dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        self.device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}" if torch.cuda.is_available()
+                                   else "cpu")
+        if self.device.type == "cpu":
+            torch.set_flush_denormal(True)
+            if threads:
+                torch.set_num_threads(threads)
+        self.micro = self.t["micro_batch_size"]
+        self.accum = self.t["batch_size"] // (self.micro * self.world)
+        if self.accum * self.micro * self.world != self.t["batch_size"]:
+            raise ValueError(f"train.batch_size={self.t['batch_size']} is not a multiple of train.micro_batch_size="
+                             f"{self.micro} x world size {self.world}")
+        manifest = read_manifest(self.tokens_dir)
+        self.seq_len = run_cfg["model"]["seq_len"]
+        self.train_tokens = open_split(self.tokens_dir, "train")
+        self.valid_tokens = open_split(self.tokens_dir, "valid")
+        self.order = WindowOrder(len(self.train_tokens), self.seq_len, run_cfg["seed"], order_key(manifest, "train"))
+        self.model_kwargs = {k: v for k, v in run_cfg["model"].items() if k != "seq_len"}
+        torch.manual_seed(run_cfg["seed"])
+        self.model = build_model(self.model_kwargs, vocab_size=manifest["vocab_size"], seq_len=self.seq_len)
+        self.model.to(self.device)
+        self.flops_per_token = flops_per_token(self.model_kwargs, vocab_size=manifest["vocab_size"],
+                                               seq_len=self.seq_len)
+        self.opt = make_optimizer(self.model, self.t)
+        self.forward = self.model
+        if self.world > 1:
+            self.forward = torch.nn.parallel.DistributedDataParallel(self.model)
+        if self.t["compile"]:
+            self.forward = torch.compile(self.forward)
+        use_bf16 = self.device.type == "cuda" and self.t["precision"] in ("auto", "bf16")
+        self.autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if use_bf16 else nullcontext
+
+    # --- one optimizer step -------------------------------------------------------------------
+    def batch(self, step: int, micro_index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        first = step * self.t["batch_size"] + (micro_index * self.world + self.rank) * self.micro
+        x, y = gather_windows(self.train_tokens, self.order.window_starts(first, self.micro), self.seq_len)
+        return x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
+
+    def step(self, step: int) -> dict:
+        weights = self.t["loss_weights"]
+        totals: dict[str, float] = {}
+        for j in range(self.accum):
+            x, y = self.batch(step, j)
+            sync = self.world > 1 and j < self.accum - 1
+            with (self.forward.no_sync() if sync else nullcontext()), self.autocast():
+                losses = self.forward(x, y)["losses"]
+                total = sum(weights.get(name, 1.0) * value for name, value in losses.items())
+            for name, value in losses.items():
+                if not torch.isfinite(value):
+                    raise NonFiniteLossError(self._nonfinite(step, f"loss '{name}' = {value.item()}"))
+                totals[name] = totals.get(name, 0.0) + value.item() / self.accum
+            (total / self.accum).backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.t["grad_clip"] or float("inf"))
+        if not torch.isfinite(grad_norm):
+            raise NonFiniteLossError(self._nonfinite(step, f"gradient norm = {grad_norm.item()}"))
+        lr = learning_rate(step, self.t)
+        for group in self.opt.param_groups:
+            group["lr"] = lr
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        loss = sum(weights.get(n, 1.0) * v for n, v in totals.items())
+        return {"loss": loss, **{f"loss/{n}": v for n, v in totals.items()}, "lr": lr, "grad_norm": grad_norm.item()}
+
+    def _nonfinite(self, step: int, what: str) -> str:
+        last = valid_checkpoints(self.run_dir / "ckpt")
+        kept = f"the last good checkpoint is {last[-1]}" if last else "no checkpoint was written yet"
+        return (f"step {step}: {what}; stopped before the optimizer step, {kept}. "
+                "Lower train.lr or raise train.warmup_steps, then re-run to resume")
+
+    @torch.no_grad()
+    def valid_loss(self) -> float:
+        """Mean NTP loss on the first ``eval_batches`` x micro-batch windows of the valid split."""
+        self.model.eval()
+        n = min(self.t["eval_batches"] * self.micro, (len(self.valid_tokens) - 1) // self.seq_len)
+        starts = torch.arange(n).numpy() * self.seq_len
+        total = 0.0
+        for i in range(0, n, self.micro):
+            x, y = gather_windows(self.valid_tokens, starts[i:i + self.micro], self.seq_len)
+            with self.autocast():
+                total += self.model(x.to(self.device), y.to(self.device))["losses"]["ntp"].item() * len(x)
+        self.model.train()
+        return total / n
+
+    # --- the loop -------------------------------------------------------------------------------
+    def run(self, stop_after: int | None = None) -> dict | None:
+        """Train to ``train.steps`` (resuming if a checkpoint exists) and write ``final/``.
+
+        ``stop_after=k`` simulates an interruption: checkpoint after step k and return None.
+        """
+        start = self.resume()
+        log = MetricsLog(self.run_dir / "train" / "metrics.jsonl", keep_through_step=start)
+        steps, tokens_per_step = self.t["steps"], self.t["batch_size"] * self.seq_len
+        if self.rank == 0:
+            print(f"[{self.cfg['id']} seed {self.cfg['seed']}] {self.model.num_params() / 1e6:.2f}M non-embedding "
+                  f"params | {tokens_per_step} tokens/step x {steps} steps = {tokens_per_step * steps / 1e6:.2f}M "
+                  f"tokens | {self.flops_per_token / 1e6:.1f} MFLOP/token | epoch = {self.order.n_windows} windows"
+                  + (f" | resuming at step {start}" if start else ""))
+        self.model.train()
+        bar = tqdm(range(start, steps), initial=start, total=steps, disable=self.rank != 0, mininterval=2,
+                   unit="step", desc=self.cfg["id"])
+        t0, wall0 = time.perf_counter(), time.perf_counter()
+        for step in bar:
+            row = self.step(step)
+            done = step + 1
+            if done % self.t["log_interval"] == 0 or done == steps:
+                dt = time.perf_counter() - t0
+                n_steps = done - start if done - start < self.t["log_interval"] else self.t["log_interval"]
+                row.update(step=done, tokens=done * tokens_per_step, tok_per_s=n_steps * tokens_per_step / dt)
+                log.append(row)
+                bar.set_postfix(loss=f"{row['loss']:.3f}", tok_s=f"{row['tok_per_s']:.0f}")
+                t0 = time.perf_counter()
+            if done % self.t["eval_interval"] == 0 or done == steps:
+                log.append({"split": "valid", "step": done, "tokens": done * tokens_per_step,
+                            "valid/loss": self.valid_loss()})
+            if done % self.t["checkpoint_interval"] == 0 or done == stop_after:
+                self.checkpoint(done)
+            if done == stop_after:
+                return None
+        bar.close()
+        return self.finish(log, time.perf_counter() - wall0)
+
+    def resume(self) -> int:
+        ckpts = valid_checkpoints(self.run_dir / "ckpt")
+        if not ckpts:
+            return 0
+        state = load_checkpoint(ckpts[-1], self.model, self.opt, self.config_hash)
+        return state["step"]
+
+    def checkpoint(self, step: int) -> None:
+        if self.rank == 0:
+            save_checkpoint(self.run_dir / "ckpt", step, self.model, self.opt,
+                            {"config_hash": self.config_hash, "examples_seen": step * self.t["batch_size"]},
+                            keep=self.t["keep_checkpoints"])
+        if self.world > 1:
+            dist.barrier()
+
+    def finish(self, log: "MetricsLog", wall: float) -> dict | None:
+        if self.rank != 0:
+            return None
+        final = self.run_dir / "final"
+        final.mkdir(parents=True, exist_ok=True)
+        save_weights(self.model, final / "model.safetensors")
+        manifest = {"experiment": self.cfg["id"], "seed": self.cfg["seed"], "config": self.cfg,
+                    "config_hash": self.config_hash, "model_sha256": sha256_file(final / "model.safetensors"),
+                    "vocab_size": self.model.cfg.vocab_size, "steps": self.t["steps"],
+                    "tokens": self.t["steps"] * self.t["batch_size"] * self.seq_len,
+                    "non_embedding_params": self.model.num_params(), "flops_per_token": self.flops_per_token,
+                    "final_train_loss": log.last("loss"), "final_valid_loss": log.last("valid/loss"),
+                    "train_wall_time_s": round(wall, 2)}  # this process only (after a resume: the remainder)
+        atomic_write_json(final / "manifest.json", manifest)
+        return manifest

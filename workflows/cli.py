@@ -1,0 +1,108 @@
+"""Thin command-line entry points that the Snakemake rules call; each reads a settings JSON and
+paths, calls one library function, and exits with a one-line error on bad input.
+
+    python -m workflows.cli corpus    --settings S --out DIR
+    python -m workflows.cli tokenizer --settings S --corpus DIR --out FILE
+    python -m workflows.cli tokenize  --settings S --corpus DIR --tokenizer FILE --out DIR
+    python -m workflows.cli pretrain  --config C --tokens DIR --tokenizer FILE --run-dir DIR [--threads N]
+    python -m workflows.cli eval-ppl  --run-dir DIR --tokens DIR --out FILE [--threads N]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from common.errors import ReproError
+from workflows.experiments import ConfigError
+
+
+def _json(path: str) -> dict:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read settings ({e}); re-run snakemake to rewrite it") from e
+
+
+def corpus(a):
+    from corpora.sources import write_corpus
+
+    m = write_corpus(_json(a.settings)["corpus"], Path(a.out))
+    print(f"corpus {m['id']}: " + ", ".join(f"{s} {v['n_docs']} docs" for s, v in m["splits"].items()))
+
+
+def tokenizer(a):
+    from corpora.tokenization import load_tokenizer, train_bpe
+
+    cfg = _json(a.settings)["tokenizer"]
+    if cfg["kind"] == "bpe":
+        digest = train_bpe(Path(a.corpus), cfg["vocab_size"], cfg["min_frequency"], Path(a.out))
+    else:  # a pretrained tokenizer: record which one, so the DAG has a file to depend on
+        from common.io import atomic_write_json
+        tok = load_tokenizer(cfg)
+        atomic_write_json(a.out, {"pretrained": cfg["name"], "vocab_size": tok.vocab_size})
+        digest = tok.sha256
+    print(f"tokenizer {a.out}: sha256 {digest[:12]}")
+
+
+def tokenize(a):
+    from corpora.tokenization import load_tokenizer, tokenize_corpus
+
+    tok = load_tokenizer(_json(a.settings)["tokenizer"], Path(a.tokenizer))
+    m = tokenize_corpus(Path(a.corpus), tok, Path(a.out))
+    print("tokens: " + ", ".join(f"{s} {v['n_tokens']:,}" for s, v in m["splits"].items()))
+
+
+def pretrain(a):
+    from corpora.tokenization import check_tokenizer, load_tokenizer
+    from trainer.data import read_manifest
+    from trainer.train import Trainer
+
+    run_cfg = _json(a.config)
+    check_tokenizer(read_manifest(Path(a.tokens)), load_tokenizer(run_cfg["tokenizer"], Path(a.tokenizer)).sha256,
+                    Path(a.tokens))
+    Trainer(run_cfg, Path(a.tokens), Path(a.run_dir), threads=a.threads).run()
+
+
+def eval_ppl(a):
+    from evals.perplexity import evaluate_perplexity
+
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    r = evaluate_perplexity(Path(a.run_dir) / "final", Path(a.tokens), Path(a.out))
+    m = r["metrics"]
+    print(f"{r['experiment']} seed {r['seed']}: test PPL {m['test/ppl']:.3f} | oracle {m['test/oracle_ppl']} "
+          f"| unigram {m['test/unigram_ppl']:.1f}")
+
+
+COMMANDS = {
+    "corpus": (corpus, ["settings", "out"]),
+    "tokenizer": (tokenizer, ["settings", "corpus", "out"]),
+    "tokenize": (tokenize, ["settings", "corpus", "tokenizer", "out"]),
+    "pretrain": (pretrain, ["config", "tokens", "tokenizer", "run-dir"]),
+    "eval-ppl": (eval_ppl, ["run-dir", "tokens", "out"]),
+}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workflows.cli", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (_, args) in COMMANDS.items():
+        p = sub.add_parser(name)
+        for arg in args:
+            p.add_argument(f"--{arg}", required=True)
+        p.add_argument("--threads", type=int, default=None)
+    a = parser.parse_args(argv)
+    try:
+        COMMANDS[a.command][0](a)
+    except ReproError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+# Pretraining: one job per (experiment, seed). Rolling checkpoints live in ckpt/ and are not
+# outputs (Snakemake deletes the outputs of failed jobs); a re-run resumes from them.
+
+
+rule run_config:
+    output:
+        f"{RUN}/config.json",
+    params:
+        settings=settings_of_run,
+    localrule: True
+    run:
+        from common.io import atomic_write_json
+
+        atomic_write_json(output[0], params.settings)
+
+
+rule pretrain:
+    input:
+        config=f"{RUN}/config.json",
+        tokens=f"{DATA}/tokens/manifest.json",
+        tokenizer=f"{DATA}/tokenizer.json",
+    output:
+        weights=f"{RUN}/final/model.safetensors",
+        manifest=f"{RUN}/final/manifest.json",
+    log:
+        metrics=f"{RUN}/train/metrics.jsonl",
+        stdout=f"{RUN}/logs/pretrain.log",
+    threads: 1
+    shell:
+        "{PYTHON} -m workflows.cli pretrain --config {input.config} --tokens {DATA}/tokens"
+        " --tokenizer {input.tokenizer} --run-dir {RUN} --threads {threads} > {log.stdout} 2>&1"

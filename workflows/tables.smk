@@ -1,0 +1,24 @@
+# Tables and report: read result JSONs only (never checkpoints), see tables/README.md.
+
+
+rule tables:
+    input:
+        ppl_results(),
+    output:
+        "results/tables/index.json",
+    log:
+        "results/logs/tables.log",
+    shell:
+        "{PYTHON} -m tables build --results results/runs --out results/tables > {log} 2>&1"
+
+
+rule report:
+    input:
+        "results/tables/index.json",
+    output:
+        md="results/report/report.md",
+        html="results/report/report.html",
+    log:
+        "results/logs/report.log",
+    shell:
+        "{PYTHON} -m reports build --results results/runs --tables results/tables --out results/report > {log} 2>&1"
