@@ -89,6 +89,8 @@ def local_documents(cfg: dict) -> dict[str, Iterator[dict]]:
         path = Path(cfg[split]).expanduser().resolve()
         if not path.is_file():
             raise CorpusError(f"corpus.local.{split}={cfg[split]}: no such file; fix the path")
+        if path.stat().st_size == 0:
+            raise CorpusError(f"corpus.local.{split}={path}: the file is empty; point it at a file with documents")
         fmt = LOCAL_FORMATS.get(path.suffix)
         if fmt is None:
             raise CorpusError(f"corpus.local.{split}={path}: unsupported extension {path.suffix!r}; "

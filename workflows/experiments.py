@@ -166,6 +166,12 @@ def _check_corpus(corpus: dict, source: str) -> None:
         if corpus["hf"]["name"] not in HF_CORPORA:
             raise ConfigError(f"{source}: corpus.hf.name={corpus['hf']['name']!r} is not a known corpus; "
                               f"choose one of {sorted(HF_CORPORA)} or use source: local")
+    else:
+        for split in ("train", "valid", "test"):
+            path = Path(corpus["local"][split]).expanduser()
+            if not path.is_file():
+                raise ConfigError(f"{source}: corpus.local.{split}={corpus['local'][split]}: no such file; "
+                                  "fix the path (relative paths start at the repository root)")
 
 
 def run_config(config: dict, exp_id: str, seed: int) -> dict:
