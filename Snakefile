@@ -1,11 +1,16 @@
 # Thin entry point: profile + validation, one include per stage, the final target.
 #   snakemake --profile workflows/profiles/local --configfile config/default.yaml
+import os
+
 from snakemake.utils import min_version
 
 min_version("9.0")
 
 
-configfile: "config/default.yaml"
+# --configfile PROFILE replaces the embedded default (profiles are not merged into each other).
+if not config:
+
+    configfile: os.path.join(workflow.basedir, "config", "default.yaml")
 
 
 include: "workflows/common.smk"

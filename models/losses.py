@@ -50,6 +50,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
         return grad_h * scale.to(grad_h.dtype), grad_w * scale.to(grad_w.dtype), None
 
 
+@torch.compiler.disable  # hand-written kernel: torch.compile traces the model around it, not through it
 def linear_cross_entropy(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy of ``softmax(h @ weight.T)`` against ``targets``.
 

@@ -1,7 +1,7 @@
 # Helpers only: validate the profile once, resolve experiments, name paths by experiment id.
+# The rules call `python -m workflows.cli ...`: the package is installed (editable) by `make`.
+import os
 import sys
-
-sys.path.insert(0, workflow.basedir)
 
 from workflows.experiments import ConfigError, resolve, run_config, validate
 
@@ -11,7 +11,8 @@ except ConfigError as error:
     raise WorkflowError(f"invalid profile: {error}") from None
 
 EXPERIMENTS = resolve(config)
-PYTHON = sys.executable
+CLI = f"{sys.executable} -m workflows.cli"
+ENV = "envs/repro.yaml"
 DATA = f"results/data/{config['corpus']['id']}"
 RUN = "results/runs/{experiment}/seed{seed}"
 
@@ -36,3 +37,19 @@ def data_settings():
 
 def settings_of_run(wildcards):
     return run_config(config, wildcards.experiment, int(wildcards.seed))
+
+
+def folder_of_input(name, up=1):
+    """Param function: the folder ``up`` levels above input ``name`` (no hard-coded prefixes)."""
+
+    def folder(wildcards, input):
+        path = input[name]
+        for _ in range(up):
+            path = os.path.dirname(path)
+        return path
+
+    return folder
+
+
+def folder_of_output(wildcards, output):
+    return os.path.dirname(output[0])

@@ -6,7 +6,11 @@ rule data_settings:
         f"{DATA}/settings.json",
     params:
         settings=data_settings(),
+    log:
+        f"{DATA}/logs/settings.log",
     localrule: True
+    conda:
+        ENV
     run:
         from common.io import atomic_write_json
 
@@ -18,10 +22,15 @@ rule corpus:
         f"{DATA}/settings.json",
     output:
         multiext(f"{DATA}/corpus/", "train.jsonl", "valid.jsonl", "test.jsonl", "manifest.json"),
+    params:
+        cli=CLI,
+        out=folder_of_output,
     log:
         f"{DATA}/logs/corpus.log",
+    conda:
+        ENV
     shell:
-        "{PYTHON} -m workflows.cli corpus --settings {input} --out {DATA}/corpus > {log} 2>&1"
+        "{params.cli} corpus --settings {input} --out {params.out} > {log} 2>&1"
 
 
 rule tokenizer:
@@ -30,11 +39,15 @@ rule tokenizer:
         corpus=f"{DATA}/corpus/manifest.json",
     output:
         f"{DATA}/tokenizer.json",
+    params:
+        cli=CLI,
+        corpus=folder_of_input("corpus"),
     log:
         f"{DATA}/logs/tokenizer.log",
+    conda:
+        ENV
     shell:
-        "{PYTHON} -m workflows.cli tokenizer --settings {input.settings} --corpus {DATA}/corpus"
-        " --out {output} > {log} 2>&1"
+        "{params.cli} tokenizer --settings {input.settings} --corpus {params.corpus} --out {output} > {log} 2>&1"
 
 
 rule tokenize:
@@ -44,8 +57,14 @@ rule tokenize:
         tokenizer=f"{DATA}/tokenizer.json",
     output:
         multiext(f"{DATA}/tokens/", "train.bin", "valid.bin", "test.bin", "manifest.json"),
+    params:
+        cli=CLI,
+        corpus=folder_of_input("corpus"),
+        out=folder_of_output,
     log:
         f"{DATA}/logs/tokenize.log",
+    conda:
+        ENV
     shell:
-        "{PYTHON} -m workflows.cli tokenize --settings {input.settings} --corpus {DATA}/corpus"
-        " --tokenizer {input.tokenizer} --out {DATA}/tokens > {log} 2>&1"
+        "{params.cli} tokenize --settings {input.settings} --corpus {params.corpus}"
+        " --tokenizer {input.tokenizer} --out {params.out} > {log} 2>&1"

@@ -8,9 +8,15 @@ rule evaluate_ppl:
         tokens=f"{DATA}/tokens/manifest.json",
     output:
         f"{RUN}/eval/ppl.json",
+    params:
+        cli=CLI,
+        tokens=folder_of_input("tokens"),
+        run_dir=folder_of_input("weights", up=2),
     log:
         f"{RUN}/logs/eval_ppl.log",
     threads: 1
+    conda:
+        ENV
     shell:
-        "{PYTHON} -m workflows.cli eval-ppl --run-dir {RUN} --tokens {DATA}/tokens --out {output}"
+        "{params.cli} eval-ppl --run-dir {params.run_dir} --tokens {params.tokens} --out {output}"
         " --threads {threads} > {log} 2>&1"

@@ -7,7 +7,11 @@ rule run_config:
         f"{RUN}/config.json",
     params:
         settings=settings_of_run,
+    log:
+        f"{RUN}/logs/config.log",
     localrule: True
+    conda:
+        ENV
     run:
         from common.io import atomic_write_json
 
@@ -22,10 +26,16 @@ rule pretrain:
     output:
         weights=f"{RUN}/final/model.safetensors",
         manifest=f"{RUN}/final/manifest.json",
+    params:
+        cli=CLI,
+        tokens=folder_of_input("tokens"),
+        run_dir=folder_of_input("config"),
     log:
         metrics=f"{RUN}/train/metrics.jsonl",
         stdout=f"{RUN}/logs/pretrain.log",
     threads: 1
+    conda:
+        ENV
     shell:
-        "{PYTHON} -m workflows.cli pretrain --config {input.config} --tokens {DATA}/tokens"
-        " --tokenizer {input.tokenizer} --run-dir {RUN} --threads {threads} > {log.stdout} 2>&1"
+        "{params.cli} pretrain --config {input.config} --tokens {params.tokens} --tokenizer {input.tokenizer}"
+        " --run-dir {params.run_dir} --threads {threads} > {log.stdout} 2>&1"

@@ -6,10 +6,14 @@ rule tables:
         ppl_results(),
     output:
         "results/tables/index.json",
+    params:
+        python=sys.executable,
     log:
         "results/logs/tables.log",
+    conda:
+        ENV
     shell:
-        "{PYTHON} -m tables build --results results/runs --out results/tables > {log} 2>&1"
+        "{params.python} -m tables build --results results/runs --out results/tables > {log} 2>&1"
 
 
 rule report:
@@ -18,7 +22,12 @@ rule report:
     output:
         md="results/report/report.md",
         html="results/report/report.html",
+    params:
+        python=sys.executable,
     log:
         "results/logs/report.log",
+    conda:
+        ENV
     shell:
-        "{PYTHON} -m reports build --results results/runs --tables results/tables --out results/report > {log} 2>&1"
+        "{params.python} -m reports build --results results/runs --tables results/tables"
+        " --out results/report > {log} 2>&1"
