@@ -11,9 +11,12 @@ from common.io import atomic_write_text
 
 
 class MetricsLog:
-    def __init__(self, path: Path, keep_through_step: int):
-        self.path = Path(path)
+    def __init__(self, path: Path, keep_through_step: int, enabled: bool = True):
+        """``enabled=False`` (DDP ranks other than 0) keeps rows in memory only."""
+        self.path = Path(path) if enabled else None
         self.rows: list[dict] = []
+        if self.path is None:
+            return
         if self.path.is_file():
             rows = [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
             self.rows = [r for r in rows if r["step"] <= keep_through_step]
@@ -21,6 +24,8 @@ class MetricsLog:
 
     def append(self, row: dict) -> None:
         self.rows.append(row)
+        if self.path is None:
+            return
         with open(self.path, "a") as f:
             f.write(json.dumps(row) + "\n")
 

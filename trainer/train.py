@@ -119,6 +119,10 @@ class Trainer:
             group["lr"] = lr
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
+        if self.world > 1:  # log the global mean, not rank 0's share
+            values = torch.tensor(list(totals.values()), device=self.device)
+            dist.all_reduce(values)
+            totals = dict(zip(totals, (values / self.world).tolist()))
         loss = sum(weights.get(n, 1.0) * v for n, v in totals.items())
         return {"loss": loss, **{f"loss/{n}": v for n, v in totals.items()}, "lr": lr, "grad_norm": grad_norm.item()}
 
@@ -149,7 +153,7 @@ class Trainer:
         ``stop_after=k`` simulates an interruption: checkpoint after step k and return None.
         """
         start = self.resume()
-        log = MetricsLog(self.run_dir / "train" / "metrics.jsonl", keep_through_step=start)
+        log = MetricsLog(self.run_dir / "train" / "metrics.jsonl", keep_through_step=start, enabled=self.rank == 0)
         steps, tokens_per_step = self.t["steps"], self.t["batch_size"] * self.seq_len
         if self.rank == 0:
             print(f"[{self.cfg['id']} seed {self.cfg['seed']}] {self.model.num_params() / 1e6:.2f}M non-embedding "
