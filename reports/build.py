@@ -1,0 +1,124 @@
+"""One report per run: Markdown and a self-contained HTML page (issue 3, deliverable 4).
+
+The report reads what ``python -m tables build`` wrote (``index.json``, the
+per-table JSON, ``audit.json``) and the result files: the embedded foundation
+table first, then training curves, then one section per paper with every table
+(printed | reproduced | verdict), its scatter figure, the figure analogues and
+the paper's audit.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+from tables.io import write_atomic
+from tables.results import load_results
+
+from .curves import plot_curves, read_curves
+from .document import Block, Bullets, Figure, Heading, Paragraph, Table, to_html, to_markdown
+from .figures import analogue, load_figure_specs, scatter
+
+TITLE = "Reproduction report: ConceptLM, NCM, DLCM"
+READING = [
+    "Reported: the number printed in the paper (— when not recovered; tables/MISSING.md says where to find it).",
+    "Recomputed and Check: the paper's own aggregate recomputed from its printed cells; material and rounding "
+    "mismatches are listed in the audit with their evidence.",
+    "Reproduced: mean ± std over the seeds found (n); Δ = reproduced − reported.",
+    "Verdict: our runs are at embedded scale, so absolute values are not expected to match. The verdict is about "
+    "order: per column, Kendall τ between reported and reproduced values and the pairs of rows that flip.",
+]
+
+
+class _Figures:
+    """Collects figures: writes each PNG under ``out/figures`` and returns the block that shows it."""
+
+    def __init__(self, out: Path):
+        self.out = out
+
+    def block(self, name: str, png: bytes | None, caption: str) -> Block:
+        if png is None:
+            return Paragraph(caption)
+        write_atomic(self.out / "figures" / f"{name}.png", png)
+        return Figure(f"figures/{name}.png", png, caption)
+
+
+def _table_blocks(table: dict, figures: _Figures, level: int) -> list[Block]:
+    blocks: list[Block] = [Heading(level, table["title"]),
+                           Paragraph(table["where"] + (f". {table['caption']}" if table["caption"] else "")),
+                           Paragraph(f"{table['printed']['title']}:"),
+                           Table(table["printed"]["header"], table["printed"]["rows"])]
+    records = table["records"]
+    mapped = any(record["verdict"] for record in records)
+    if table["cells"]["rows"] and (mapped or any(record["check"] in ("material", "rounding") for record in records)):
+        blocks += [Paragraph("Reported, recomputed and reproduced:"), Table(table["cells"]["header"], table["cells"]["rows"])]
+    if table["ordering"]:
+        blocks.append(Bullets(table["ordering"]))
+    if mapped and any(record["decimals"] != "" for record in records):
+        blocks.append(figures.block(f"scatter_{table['paper']}_{table['table']}", *scatter(table)))
+    return blocks
+
+
+def _audit_blocks(audit: dict, paper: str) -> list[Block]:
+    flagged = [r for r in audit["findings"] if r["paper"] == paper and r["status"] in ("material", "rounding")]
+    hand = [r for r in audit["hand"] if r["paper"] == paper]
+    if not flagged and not hand:
+        return []
+    counts = audit["summary"][paper]
+    blocks: list[Block] = [Heading(3, "Audit of the paper's arithmetic"), Paragraph(
+        f"{counts['material']} material and {counts['rounding']} rounding-level mismatches, {counts['consistent']} "
+        f"consistent checks, {counts['not_checkable']} aggregates not checkable for missing cells; "
+        f"{len(hand)} inconsistencies recorded by hand. Full evidence: audit.md.")]
+    if flagged:
+        blocks.append(Table(["Severity", "Where", "Printed", "Recomputed", "Δ", "Evidence"],
+                            [[r["status"], r["where"] + (f": {r['claim']}" if r["claim"] else ""), r["printed"],
+                              r["recomputed"], r["difference"], r["evidence"]] for r in flagged]))
+    if hand:
+        blocks.append(Table(["Severity", "Where", "Finding"], [[r["status"], r["where"], r["finding"]] for r in hand]))
+    return blocks
+
+
+def _curve_blocks(runs: Path, figures: _Figures) -> list[Block]:
+    curves = read_curves(runs)
+    blocks: list[Block] = [Heading(2, "Training curves")]
+    if not curves:
+        return blocks + [Paragraph(f"No training logs found under {runs}/*/seed*/train/metrics.jsonl.")]
+    for experiment, seeds in curves.items():
+        if not any(curve.train or curve.valid for curve in seeds):
+            blocks.append(Paragraph(f"{experiment}: the training log has no readable rows."))
+            continue
+        blocks.append(figures.block(f"curves_{experiment}", *plot_curves(experiment, seeds)))
+    return blocks
+
+
+def build_report(runs: Path, tables: Path, out: Path) -> list[Block]:
+    """Write report.md, report.html and figures/*.png; return the blocks."""
+    figures = _Figures(out)
+    blocks: list[Block] = [Heading(1, TITLE), Paragraph(
+        f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from {runs} and {tables}."), Bullets(READING)]
+    index_path = tables / "index.json"
+    if not index_path.exists():
+        blocks.append(Paragraph(f"The tables were not built: {index_path} is missing. Run "
+                                f"`python -m tables build --results {runs} --out {tables}` first."))
+        index = {"papers": [], "tables": [], "paper_info": {}}
+    else:
+        index = json.loads(index_path.read_text())
+    audit = json.loads((tables / "audit.json").read_text()) if (tables / "audit.json").exists() else None
+    results = load_results(runs)
+    analogues = load_figure_specs()
+    for position, paper in enumerate(index["papers"]):
+        info = index["paper_info"].get(paper)
+        heading = f"{info['title']} (arXiv {info['arxiv']})" if info else "Embedded profile (our own tables)"
+        blocks.append(Heading(2, heading))
+        for entry in (entry for entry in index["tables"] if entry["paper"] == paper):
+            table = json.loads((tables / paper / f"{entry['table']}.json").read_text())
+            blocks += _table_blocks(table, figures, 3)
+        for spec in (spec for spec in analogues if spec["paper"] == paper):
+            blocks += [Heading(3, spec["title"]), figures.block(spec["id"], *analogue(spec, results))]
+        if audit:
+            blocks += _audit_blocks(audit, paper)
+        if position == 0:
+            blocks += _curve_blocks(runs, figures)
+    write_atomic(out / "report.md", to_markdown(blocks))
+    write_atomic(out / "report.html", to_html(blocks, TITLE))
+    return blocks

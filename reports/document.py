@@ -1,0 +1,97 @@
+"""A report as a list of blocks, rendered to Markdown and to one self-contained HTML page.
+
+Both renderers read the same blocks, so the two files always say the same
+thing; the HTML page embeds every figure as a base64 PNG (issue 3, "report").
+"""
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    text: str
+
+
+@dataclass(frozen=True)
+class Bullets:
+    items: list[str]
+
+
+@dataclass(frozen=True)
+class Table:
+    header: list[str]
+    rows: list[list[str]]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A PNG written next to the report (``path`` relative to it) and embedded in the HTML."""
+
+    path: str
+    png: bytes
+    caption: str
+
+
+Block = Heading | Paragraph | Bullets | Table | Figure
+
+STYLE = """
+body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222;line-height:1.45}
+table{border-collapse:collapse;margin:.6rem 0 1.2rem;font-size:.85rem}
+th,td{border:1px solid #ccc;padding:.2rem .45rem;text-align:left;vertical-align:top}
+th{background:#f2f2f2} tr:nth-child(even) td{background:#fafafa}
+figure{margin:1rem 0} figure img{max-width:100%} figcaption{font-size:.85rem;color:#555}
+h1,h2,h3,h4{margin-top:1.8rem}
+"""
+
+
+def _md_cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(blocks: list[Block]) -> str:
+    lines: list[str] = []
+    for block in blocks:
+        if isinstance(block, Heading):
+            lines += ["#" * block.level + " " + block.text, ""]
+        elif isinstance(block, Paragraph):
+            lines += [block.text, ""]
+        elif isinstance(block, Bullets):
+            lines += [f"- {item}" for item in block.items] + [""]
+        elif isinstance(block, Table):
+            lines += ["| " + " | ".join(map(_md_cell, block.header)) + " |", "|" + "---|" * len(block.header)]
+            lines += ["| " + " | ".join(map(_md_cell, row)) + " |" for row in block.rows] + [""]
+        else:
+            lines += [f"![{block.caption}]({block.path})", "", f"*{block.caption}*", ""]
+    return "\n".join(lines)
+
+
+def to_html(blocks: list[Block], title: str) -> str:
+    parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+             f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"]
+    for block in blocks:
+        if isinstance(block, Heading):
+            parts.append(f"<h{block.level}>{html.escape(block.text)}</h{block.level}>")
+        elif isinstance(block, Paragraph):
+            parts.append(f"<p>{html.escape(block.text)}</p>")
+        elif isinstance(block, Bullets):
+            parts.append("<ul>" + "".join(f"<li>{html.escape(item)}</li>" for item in block.items) + "</ul>")
+        elif isinstance(block, Table):
+            head = "".join(f"<th>{html.escape(str(cell))}</th>" for cell in block.header)
+            body = "".join("<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in row) + "</tr>"
+                           for row in block.rows)
+            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        else:
+            data = base64.b64encode(block.png).decode()
+            parts.append(f"<figure><img alt=\"{html.escape(block.caption)}\" src=\"data:image/png;base64,{data}\">"
+                         f"<figcaption>{html.escape(block.caption)}</figcaption></figure>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,36 @@
+"""``python -m tables build --results results/runs --out results/tables``."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .build import build
+from .publish import write_tables
+from .reported import REPORTED
+from .specs import SPECS
+from .validation import DataError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tables", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    command = commands.add_parser("build", help="check the papers' tables and merge reproduced results")
+    command.add_argument("--results", type=Path, default=Path("results/runs"), help="results/runs folder (may be missing)")
+    command.add_argument("--out", type=Path, default=Path("results/tables"))
+    command.add_argument("--specs", type=Path, default=SPECS, help="table specs (default: tables/specs)")
+    command.add_argument("--reported", type=Path, default=REPORTED, help="reported numbers (default: tables/reported)")
+    args = parser.parse_args(argv)
+    try:
+        index = write_tables(build(args.results, args.specs, args.reported), args.out)
+    except DataError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    flagged = {paper: f"{counts['material']} material, {counts['rounding']} rounding"
+               for paper, counts in index["flagged"].items()}
+    print(f"wrote {len(index['tables'])} tables to {args.out}; audit: {flagged}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""Assemble every table: reported | recomputed | reproduced | delta | verdict (issue 3, "builder").
+
+The builder loads specs and reported data, runs every check and claim against
+the printed numbers, merges reproduced results (mean +- std over seeds, n)
+beside them, derives reproduced aggregates with the paper's own formulas, and
+compares orderings column by column.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .checks import Check, Finding, HandFinding, chain, evaluate, load_claims, table_checks
+from .expressions import Ref
+from .ordering import ColumnOrder, compare_order
+from .reported import REPORTED, Paper, ReportedCell, load_reported
+from .results import Metric, Reproduced, load_results
+from .specs import SPECS, TableSpec, load_specs
+
+
+@dataclass
+class CellView:
+    """Everything known about one cell."""
+
+    reported: ReportedCell | None
+    findings: list[Finding]
+    reproduced: Reproduced | None
+    mapped: bool
+    verdict: str = ""
+
+    @property
+    def delta(self) -> float | None:
+        if self.reproduced is None or self.reported is None or self.reported.printed is None:
+            return None
+        return self.reproduced.mean - self.reported.printed.value
+
+
+@dataclass
+class TableView:
+    """One table, ready to render."""
+
+    spec: TableSpec
+    cells: dict[tuple[str, str], CellView]
+    orders: dict[str, ColumnOrder]
+
+
+@dataclass
+class Build:
+    """The outcome of one build: tables in report order, audit findings, hand findings."""
+
+    specs: dict[str, dict[str, TableSpec]]
+    papers: dict[str, Paper]
+    tables: list[TableView]
+    findings: list[Finding]
+    hand: list[HandFinding] = field(default_factory=list)
+
+    def paper_order(self) -> list[str]:
+        """Our own tables (no reported numbers) first, then the papers in their declared order."""
+        return [paper for paper in self.specs if paper not in self.papers] + list(self.papers)
+
+
+class _Reproducer:
+    """Reproduced value of any cell: a result metric, or the paper's formula applied per seed."""
+
+    def __init__(self, specs: dict[str, TableSpec], results: dict[Metric, Reproduced], checks: list[Check]):
+        self.specs, self.results = specs, results
+        self.formulas: dict[Ref, list[Check]] = {}
+        for check in checks:
+            self.formulas.setdefault(check.target, []).append(check)
+        self.memo: dict[Ref, tuple[bool, Reproduced | None]] = {}
+
+    def get(self, ref: Ref) -> tuple[bool, Reproduced | None]:
+        """(mapped, reproduced): mapped when some result or formula could produce the cell."""
+        if ref not in self.memo:
+            self.memo[ref] = (False, None)  # guards against formula cycles
+            self.memo[ref] = self._compute(ref)
+        return self.memo[ref]
+
+    def _compute(self, ref: Ref) -> tuple[bool, Reproduced | None]:
+        result_ref = self.specs[ref[0]].result_ref(ref[1], ref[2])
+        if result_ref:
+            found = next((self.results[metric] for metric in result_ref.metrics if metric in self.results), None)
+            scaled = found and {seed: value * result_ref.scale for seed, value in found.per_seed.items()}
+            return True, Reproduced(scaled) if scaled else None
+        mapped = False
+        for check in self.formulas.get(ref, []):
+            inputs = [self.get(input_ref) for input_ref in check.formula.refs]
+            if not inputs or not all(input_mapped for input_mapped, _ in inputs):
+                continue
+            mapped = True
+            if all(reproduced for _, reproduced in inputs):
+                seeds = set.intersection(*(set(reproduced.per_seed) for _, reproduced in inputs))
+                per_seed = {seed: float(check.formula.evaluate(
+                    {input_ref: reproduced.per_seed[seed] for input_ref, (_, reproduced) in zip(check.formula.refs, inputs)}))
+                    for seed in sorted(seeds)}
+                if per_seed:
+                    return True, Reproduced(per_seed)
+        return mapped, None
+
+
+def _cell_verdict(view: CellView, order: ColumnOrder | None, row: str, spec: TableSpec) -> str:
+    if view.reproduced is None:
+        return "not reproduced" if view.mapped else ""
+    if order is None or order.verdict == "insufficient" or row not in order.rows:
+        return "reproduced"
+    against = [spec.row_by_id[b if a == row else a].label for a, b in order.flips if row in (a, b)]
+    return f"order differs (vs {', '.join(against)})" if against else "order agrees"
+
+
+def _table_view(spec: TableSpec, paper: Paper | None, findings: dict[Ref, list[Finding]], reproducer: _Reproducer) -> TableView:
+    cells: dict[tuple[str, str], CellView] = {}
+    for row in spec.rows:
+        for column in spec.columns:
+            ref = (spec.table, row.id, column.id)
+            mapped, reproduced = reproducer.get(ref) if spec.cell_type(row.id, column.id) == "number" else (False, None)
+            cells[row.id, column.id] = CellView(paper.cells.get(ref) if paper else None, findings.get(ref, []),
+                                                reproduced, mapped)
+    orders = {}
+    for column in spec.columns:
+        pairs = {row.id: (view.reported.printed.value, view.reproduced.mean) for row in spec.rows
+                 if (view := cells[row.id, column.id]).delta is not None}
+        orders[column.id] = compare_order(column.id, pairs)
+    for (row, column), view in cells.items():
+        view.verdict = _cell_verdict(view, orders.get(column), row, spec)
+    return TableView(spec, cells, orders)
+
+
+def build(results_root: Path, specs_root: Path = SPECS, reported_root: Path = REPORTED) -> Build:
+    """Load everything, check everything, merge reproduced results."""
+    specs = load_specs(specs_root)
+    papers = load_reported(specs, reported_root)
+    results = load_results(results_root)
+    outcome = Build(specs, papers, [], [])
+    for paper_id in outcome.paper_order():
+        paper_specs, paper = specs[paper_id], papers.get(paper_id)
+        structural = table_checks(paper_specs, paper)
+        claims, hand = load_claims(paper_specs, paper) if paper else ([], [])
+        numbers = paper.numbers() if paper else {}
+        dashes = {ref for ref, cell in paper.cells.items() if cell.printed is None} if paper else set()
+        findings = [evaluate(check, numbers) for check in structural + claims
+                    if check.printed is not None or check.target is None]
+        findings = [finding for finding in findings  # a rule over cells printed as '-' does not apply
+                    if not (finding.missing and set(finding.missing) <= dashes)]
+        chain(findings, numbers)
+        by_target: dict[Ref, list[Finding]] = {}
+        for finding in findings:
+            by_target.setdefault(finding.check.target, []).append(finding)
+        reproducer = _Reproducer(paper_specs, results, structural)
+        outcome.tables += [_table_view(spec, paper, by_target, reproducer) for spec in paper_specs.values()]
+        outcome.findings += findings
+        outcome.hand += hand
+    return outcome

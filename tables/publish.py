@@ -1,0 +1,58 @@
+"""Write a build to disk: ``<out>/<paper>/<table>.{md,csv,tex,json}``, ``audit.{md,json}``, ``index.json``.
+
+Every file is written atomically.  ``index.json`` lists what was written, the
+counts of flagged items and the verdict summary; the report reads it.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from .audit import audit_json, audit_markdown, summary
+from .build import Build, TableView
+from .io import write_atomic, write_json
+from .render import table_csv, table_json, table_latex, table_markdown, worst
+
+NOTE = ("Reproduction runs at embedded scale: absolute values are not expected to match the papers. "
+        "Verdicts are about direction and order (Kendall tau of each column, pairs that flip).")
+
+
+def _table_entry(view: TableView, files: list[str]) -> dict:
+    cells = view.cells.values()
+    checks = Counter(finding.status for cell in cells for finding in cell.findings)
+    return {
+        "paper": view.spec.paper, "table": view.spec.table, "title": view.spec.title, "where": view.spec.where,
+        "kind": view.spec.kind, "files": files,
+        "cells": {"reported": sum(cell.reported is not None for cell in cells),
+                  "mapped": sum(cell.mapped for cell in cells),
+                  "reproduced": sum(cell.reproduced is not None for cell in cells),
+                  "not_reproduced": sum(cell.mapped and cell.reproduced is None for cell in cells)},
+        "checks": dict(checks),
+        "flagged": sum(1 for cell in cells if (finding := worst(cell)) and finding.status in ("material", "rounding")),
+        "ordering": dict(Counter(order.verdict for order in view.orders.values() if order.verdict != "insufficient")),
+    }
+
+
+def write_tables(build: Build, out: Path) -> dict:
+    """Render and write everything; return the index."""
+    entries = []
+    for view in build.tables:
+        stem = out / view.spec.paper / view.spec.table
+        writes = [(".md", table_markdown(view)), (".csv", table_csv(view)), (".tex", table_latex(view))]
+        files = [write_atomic(stem.with_suffix(suffix), text) for suffix, text in writes]
+        files.append(write_json(stem.with_suffix(".json"), table_json(view)))
+        entries.append(_table_entry(view, [str(path.relative_to(out)) for path in files]))
+    write_atomic(out / "audit.md", audit_markdown(build))
+    write_json(out / "audit.json", audit_json(build))
+    verdicts = Counter()
+    for entry in entries:
+        verdicts.update({f"cells_{key}": value for key, value in entry["cells"].items()})
+        verdicts.update({f"columns_order_{key}": value for key, value in entry["ordering"].items()})
+    index = {
+        "note": NOTE, "papers": build.paper_order(), "tables": entries, "audit": ["audit.md", "audit.json"],
+        "paper_info": {paper.paper: {"title": paper.title, "arxiv": paper.arxiv, "url": paper.url}
+                       for paper in build.papers.values()},
+        "reported_cells": {paper.paper: len(paper.cells) for paper in build.papers.values()},
+        "flagged": summary(build), "verdicts": dict(verdicts)}
+    write_json(out / "index.json", index)
+    return index

@@ -1,0 +1,188 @@
+"""Render a built table as Markdown, CSV, LaTeX and JSON (issue 3, "render").
+
+Two views of each table: the *printed* view in the paper's own layout (what a
+reader compares with the PDF) and the *cells* view, one line per cell with
+reported | recomputed | check | reproduced | delta | verdict.
+"""
+from __future__ import annotations
+
+import csv
+import io
+
+from .build import CellView, TableView
+from .checks import STATUSES
+from .numbers import format_float
+
+MISSING = "—"
+MARKS = {"material": "⚠", "rounding": "‡"}
+LEGEND = ("— not recovered from the paper (tables/MISSING.md says where to find it); n/a: printed as a dash; "
+          "⚠ material and ‡ rounding-level mismatch, with the recomputed value in brackets (audit.md has the evidence).")
+CELL_HEADER = ["Row", "Column", "Reported", "Recomputed", "Check", "Reproduced", "Δ", "Verdict"]
+RECORD_FIELDS = ["paper", "table", "row", "row_label", "column", "column_label", "reported", "decimals", "unit",
+                 "recomputed", "check", "reproduced_mean", "reproduced_std", "n", "delta", "verdict", "source"]
+
+
+def worst(view: CellView):
+    """The finding that matters most for a cell (material before rounding before consistent)."""
+    return min(view.findings, key=lambda finding: STATUSES.index(finding.status), default=None)
+
+
+def row_label(view: TableView, row: str) -> str:
+    axis = view.spec.row_by_id[row]
+    return f"{axis.group} · {axis.label}" if axis.group else axis.label
+
+
+def printed_text(view: CellView) -> str:
+    """The printed value, flagged with the recomputed value when they disagree."""
+    if view.reported is None:
+        return MISSING
+    finding = worst(view)
+    if finding and finding.status in MARKS:
+        return f"{view.reported.display} {MARKS[finding.status]} [{format_float(finding.value)}]"
+    return view.reported.display
+
+
+def reproduced_text(view: CellView) -> str:
+    if view.reproduced is None:
+        return ""
+    spread = f" ± {format_float(view.reproduced.std)}" if view.reproduced.std is not None else ""
+    return f"{format_float(view.reproduced.mean)}{spread} (n={view.reproduced.n})"
+
+
+def has_reported(view: TableView) -> bool:
+    """False for our own tables (no paper behind them): their layout then shows reproduced values."""
+    return any(cell.reported is not None for cell in view.cells.values())
+
+
+def wide_title(view: TableView) -> str:
+    return "As printed" if has_reported(view) else "Reproduced (mean ± std over seeds, n)"
+
+
+def wide_grid(view: TableView) -> tuple[list[str], list[list[str]]]:
+    """The paper's layout with printed values, or with reproduced values for a table without a paper."""
+    text = printed_text if has_reported(view) else lambda cell: reproduced_text(cell) or cell.verdict or MISSING
+    header = [""] + [column.label for column in view.spec.columns]
+    rows = [[row_label(view, row.id)] + [text(view.cells[row.id, column.id]) for column in view.spec.columns]
+            for row in view.spec.rows]
+    return header, rows
+
+
+def _shown(view: CellView) -> bool:
+    return view.reported is not None or view.mapped or bool(view.findings)
+
+
+def cell_grid(view: TableView) -> tuple[list[str], list[list[str]]]:
+    """One line per cell that has a printed value, a check or a reproduction mapping (none for our own tables)."""
+    rows = []
+    if not has_reported(view):
+        return CELL_HEADER, rows
+    for (row, column), cell in view.cells.items():
+        if not _shown(cell):
+            continue
+        finding = worst(cell)
+        recomputed = format_float(finding.value) if finding and isinstance(finding.value, float) else ""
+        rows.append([row_label(view, row), view.spec.column_by_id[column].label,
+                     cell.reported.display if cell.reported else MISSING, recomputed,
+                     finding.status.replace("_", " ") if finding else "", reproduced_text(cell),
+                     format_float(cell.delta), cell.verdict])
+    return CELL_HEADER, rows
+
+
+def cell_records(view: TableView) -> list[dict]:
+    """Raw numbers of the cells view, for CSV and for plots."""
+    records = []
+    for (row, column), cell in view.cells.items():
+        if not _shown(cell):
+            continue
+        finding, reported, reproduced = worst(cell), cell.reported, cell.reproduced
+        records.append({
+            "paper": view.spec.paper, "table": view.spec.table, "row": row, "row_label": row_label(view, row),
+            "column": column, "column_label": view.spec.column_by_id[column].label,
+            "reported": reported.value if reported else "",
+            "decimals": reported.printed.decimals if reported and reported.printed else "",
+            "unit": reported.unit if reported else "",
+            "recomputed": finding.value if finding and isinstance(finding.value, float) else "",
+            "check": finding.status if finding else "",
+            "reproduced_mean": reproduced.mean if reproduced else "",
+            "reproduced_std": reproduced.std if reproduced and reproduced.std is not None else "",
+            "n": reproduced.n if reproduced else 0, "delta": "" if cell.delta is None else cell.delta,
+            "verdict": cell.verdict, "source": reported.source if reported else ""})
+    return records
+
+
+def order_lines(view: TableView) -> list[str]:
+    """One sentence per column whose ordering could be compared."""
+    lines = []
+    for column, order in view.orders.items():
+        if order.verdict == "insufficient":
+            continue
+        label = view.spec.column_by_id[column].label
+        tau = "undefined" if order.tau is None else f"{order.tau:.2f}"
+        flips = "; ".join(f"{view.spec.row_by_id[a].label} ↔ {view.spec.row_by_id[b].label}" for a, b in order.flips)
+        lines.append(f"{label}: Kendall τ = {tau} over {len(order.rows)} rows, order {order.verdict}"
+                     + (f" (flipped pairs: {flips})" if flips else ""))
+    return lines
+
+
+def markdown_grid(header: list[str], rows: list[list[str]]) -> str:
+    escape = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    lines = ["| " + " | ".join(escape(cell) for cell in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(escape(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def table_markdown(view: TableView) -> str:
+    spec = view.spec
+    parts = [f"# {spec.title}", "", f"*{spec.where}*" + (f" — {spec.caption}" if spec.caption else ""), "",
+             f"## {wide_title(view)}", "", markdown_grid(*wide_grid(view)), ""]
+    if has_reported(view):
+        parts += [LEGEND, ""]
+    header, rows = cell_grid(view)
+    if rows:
+        parts += ["## Reported, recomputed and reproduced", "", markdown_grid(header, rows), ""]
+    lines = order_lines(view)
+    if lines:
+        parts += ["## Ordering (reproduced against reported)", ""] + [f"- {line}" for line in lines] + [""]
+    return "\n".join(parts)
+
+
+def table_csv(view: TableView) -> str:
+    """The cells view with raw numbers (10 significant digits)."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, RECORD_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for record in cell_records(view):
+        writer.writerow({key: f"{value:.10g}" if isinstance(value, float) else value for key, value in record.items()})
+    return buffer.getvalue()
+
+
+def latex_escape(text: str) -> str:
+    replacements = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                    "±": r"$\pm$", "—": "--", "Δ": r"$\Delta$", "↔": r"$\leftrightarrow$", "·": r"$\cdot$",
+                    "≈": r"$\approx$", "÷": r"$\div$", "τ": r"$\tau$"}
+    return "".join(replacements.get(char, char) for char in str(text))
+
+
+def table_latex(view: TableView) -> str:
+    header, rows = cell_grid(view)
+    if not rows:
+        header, rows = wide_grid(view)
+    lines = [r"\begin{table}[t]", r"\centering", r"\small", r"\begin{tabular}{" + "l" * len(header) + "}",
+             r"\toprule", " & ".join(latex_escape(cell) for cell in header) + r" \\", r"\midrule"]
+    lines += [" & ".join(latex_escape(cell) for cell in row) + r" \\" for row in rows]
+    lines += [r"\bottomrule", r"\end{tabular}",
+              r"\caption{" + latex_escape(f"{view.spec.title} ({view.spec.where})") + "}",
+              r"\label{tab:" + f"{view.spec.paper}-{view.spec.table}" + "}", r"\end{table}", ""]
+    return "\n".join(lines)
+
+
+def table_json(view: TableView) -> dict:
+    spec = view.spec
+    wide_header, wide_rows = wide_grid(view)
+    cell_header, cell_rows = cell_grid(view)
+    return {"paper": spec.paper, "table": spec.table, "title": spec.title, "where": spec.where,
+            "caption": spec.caption, "kind": spec.kind, "legend": LEGEND,
+            "printed": {"title": wide_title(view), "header": wide_header, "rows": wide_rows},
+            "cells": {"header": cell_header, "rows": cell_rows},
+            "ordering": order_lines(view), "records": cell_records(view)}

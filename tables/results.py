@@ -1,0 +1,62 @@
+"""Reproduced numbers: result JSONs under ``results/runs/{experiment}/seed{seed}/eval/{eval}.json``.
+
+Files follow ``config/schemas/result.schema.json`` (the foundation contract); a
+file that does not is an error naming it.  A missing or empty results folder is
+not an error: every cell is then "not reproduced".
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import fmean, stdev
+
+from .validation import DataError, schema, validate
+
+Metric = tuple[str, str, str]  # (experiment, eval, metric key)
+RESULT_SCHEMA = Path(__file__).resolve().parents[1] / "config" / "schemas" / "result.schema.json"
+_SEED = re.compile(r"^seed(\d+)$")
+
+
+@dataclass(frozen=True)
+class Reproduced:
+    """Mean and sample standard deviation over the seeds found (std is None for one seed)."""
+
+    per_seed: dict[int, float]
+
+    @property
+    def n(self) -> int:
+        return len(self.per_seed)
+
+    @property
+    def mean(self) -> float:
+        return fmean(self.per_seed.values())
+
+    @property
+    def std(self) -> float | None:
+        return stdev(self.per_seed.values()) if self.n > 1 else None
+
+
+def load_results(root: Path) -> dict[Metric, Reproduced]:
+    """Every finite metric of every result file, grouped over seeds."""
+    per_seed: dict[Metric, dict[int, float]] = {}
+    for path in sorted(root.glob("*/seed*/eval/*.json")) if root.is_dir() else []:
+        experiment, seed_dir = path.parts[-4], path.parts[-3]
+        match = _SEED.match(seed_dir)
+        if not match:
+            continue
+        try:
+            result = json.loads(path.read_text())
+        except json.JSONDecodeError as error:
+            raise DataError(path, error.lineno, "(json)", error.msg) from None
+        validate(result, schema(str(RESULT_SCHEMA)), path)
+        expected = {"experiment": experiment, "seed": int(match[1]), "eval": path.stem}
+        for field, value in expected.items():
+            if result[field] != value:
+                raise DataError(path, None, field, f"{result[field]!r} differs from the path ({value!r})")
+        for key, value in result["metrics"].items():
+            if value is not None and math.isfinite(value):
+                per_seed.setdefault((experiment, path.stem, key), {})[int(match[1])] = float(value)
+    return {ref: Reproduced(seeds) for ref, seeds in per_seed.items()}

@@ -1,0 +1,110 @@
+"""The real reported data: every hand-found inconsistency is found, a planted error is found, results merge."""
+import json
+import shutil
+
+import pytest
+
+from tables.build import build
+from tables.reported import REPORTED
+from tables.specs import SPECS
+from tables.validation import DataError
+
+FOUND_BY_HAND = {  # (paper, where) -> status, from shared/reported/*/INCONSISTENCIES.md
+    ("conceptlm", "Table 1 · ConceptLM (Pythia 160M) · Avg PPL"): "material",
+    ("conceptlm", "Table 1 · ConceptLM (Pythia 160M) · Δ Avg PPL vs Base"): "material",
+    ("conceptlm", "Table 5 · +2 token layers · Avg PPL"): "material",
+    ("conceptlm", "Table 5, +6 concept layers"): "material",
+    ("conceptlm", "Table 5, +10 concept layers"): "material",
+    ("conceptlm", "Table 15, L0"): "material",
+    ("conceptlm", "Table 15, L9"): "consistent",
+    ("conceptlm", "App. E.4, p. 22"): "material",
+    ("conceptlm", "App. C · ConceptLM-8B (32 token + 2 concept layers) · Saving vs PM (%)"): "consistent",
+    ("conceptlm", "Table 3 · PM-8B (+2 token layers) · Avg"): "consistent",
+    ("dlcm", "Table 2 · Average · DLCM"): "material",
+    ("dlcm", "Table 2 · Average · Baseline"): "consistent",
+    ("dlcm", "Table 2 · Average · Diff"): "material",
+    ("dlcm", "Abstract, Sec. 1, Sec. 7.1"): "material",
+    ("dlcm", "Table 4 · Global parser · Avg. improvement (%)"): "material",
+    ("dlcm", "Table 6 · hidden 2048 (seq 2048) · Speedup"): "consistent",
+    ("dlcm", "Table 1 · Total · Tokens (B)"): "consistent",
+    ("dlcm", "Table 3 · Total layers · DLCM 2.3B"): "consistent",
+    ("ncm", "Table 2 · NCM + MBR (16) (XSum) · NFE"): "consistent",
+    ("ncm", "Sec. 4.6 · LM1B, against DUO · Fewer NFE (x)"): "consistent",
+    ("ncm", "App. C.2"): "consistent",
+}
+
+
+@pytest.fixture(scope="module")
+def real(request):
+    from pathlib import Path
+    return build(Path(__file__).resolve().parent / "fixtures" / "runs")
+
+
+def test_reported_cells_are_loaded_for_every_paper(real):
+    counts = {paper: len(data.cells) for paper, data in real.papers.items()}
+    assert set(counts) == {"conceptlm", "ncm", "dlcm"} and min(counts.values()) > 100
+    assert real.paper_order()[0] == "embedded" and real.tables[0].spec.table == "foundation"
+
+
+def test_every_inconsistency_found_by_hand_is_found(real):
+    statuses = {}
+    for finding in real.findings:
+        statuses.setdefault((finding.check.paper, finding.check.where), set()).add(finding.status)
+    for key, status in FOUND_BY_HAND.items():
+        assert status in statuses[key], key
+    claims = {(f.check.paper, f.check.text): f.status for f in real.findings if f.check.target is None}
+    assert claims["conceptlm", "ConceptLM has the best average accuracy at every GPT-2 scale"] == "material"
+    assert claims["conceptlm", "adding VQ alone degrades performance (average accuracy)"] == "material"
+    assert claims["dlcm", "the global parser is better on 5 of 6 tasks"] == "consistent"
+    assert claims["dlcm", "at 2K the average speed-up is ~1.44x"] == "rounding"
+    assert claims["dlcm", "the advantage scales with sequence length"] == "material"
+    assert claims["ncm", "NCM sees about 4.9x fewer token positions than the LM1B baselines"] == "consistent"
+    assert {h.id for h in real.hand} >= {"sec2_3_concept_index", "table4_target_ratio", "sudoku_length"}
+
+
+def test_green_delta_fits_the_recomputed_average(real):
+    finding = next(f for f in real.findings if f.check.where.endswith("Δ Avg PPL vs Base"))
+    assert finding.value == pytest.approx(33.64) and finding.chained == (pytest.approx(33.5525), "consistent")
+
+
+def test_a_planted_error_is_found_without_code_changes(tmp_path):
+    reported = tmp_path / "reported"
+    shutil.copytree(REPORTED, reported)
+    path = reported / "dlcm" / "table01.csv"
+    path.write_text(path.read_text().replace("table01,megamath,tokens,100,", "table01,megamath,tokens,110,"))
+    findings = build(tmp_path / "none", SPECS, reported).findings
+    planted = [f for f in findings if f.check.where == "Table 1 · Total · Tokens (B)"]
+    assert [(f.status, f.value) for f in planted] == [("material", 1010.0)]
+
+
+def test_no_results_means_nothing_is_reproduced(real, tmp_path):
+    empty = build(tmp_path / "missing")
+    cells = [cell for view in empty.tables for cell in view.cells.values()]
+    assert not any(cell.reproduced for cell in cells)
+    assert {cell.verdict for cell in cells if cell.mapped} == {"not reproduced"}
+
+
+def test_reproduced_cells_are_merged_and_ordered(real):
+    views = {(view.spec.paper, view.spec.table): view for view in real.tables}
+    foundation = views["embedded", "foundation"].cells
+    assert foundation["base_s", "test_ppl"].reproduced.mean == pytest.approx(31.0)
+    assert foundation["base_s", "test_ppl"].reproduced.std == pytest.approx(0.3)
+    assert foundation["base_s", "test_ppl"].reproduced.n == 3
+    assert foundation["pm_m", "ppl_over_oracle"].reproduced.mean == pytest.approx(25.9 / 20)
+    table2 = views["conceptlm", "table02"]
+    assert table2.cells["gpt2_124m_base", "avg_acc"].reproduced.mean == pytest.approx(35.0)  # fractions scaled to %
+    assert table2.orders["avg_acc"].flips == [("gpt2_124m_base", "gpt2_124m_pm")]
+    assert table2.cells["gpt2_124m_pm", "avg_acc"].verdict == "order differs (vs Base)"
+    assert table2.cells["gpt2_124m_conceptlm", "avg_acc"].verdict == "order agrees"
+    assert views["conceptlm", "table01"].orders["avg_ppl"].verdict == "agrees"
+
+
+def test_a_malformed_result_file_is_an_error(tmp_path):
+    path = tmp_path / "runs" / "base_s" / "seed0" / "eval" / "ppl.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"schema_version": 1, "experiment": "base_s", "seed": 0, "eval": "ppl", "metrics": {}}))
+    with pytest.raises(DataError, match=r"ppl\.json: field '\(top level\)': 'provenance' is a required property"):
+        build(tmp_path / "runs")
+    path.write_text("{not json")
+    with pytest.raises(DataError, match=r"ppl\.json:1: field '\(json\)'"):
+        build(tmp_path / "runs")

@@ -1,0 +1,28 @@
+"""Kendall tau and flipped pairs between reported and reproduced columns."""
+import pytest
+
+from tables.ordering import compare_order, kendall_tau_b
+
+
+def test_agreeing_order():
+    order = compare_order("ppl", {"base": (100.0, 30.0), "pm": (99.0, 29.0), "concept": (85.0, 27.0)})
+    assert order.tau == pytest.approx(1.0)
+    assert (order.verdict, order.flips) == ("agrees", [])
+
+
+def test_flipped_pairs_are_named():
+    order = compare_order("acc", {"base": (38.0, 35.0), "pm": (38.4, 34.0), "concept": (38.9, 37.0)})
+    assert order.flips == [("base", "pm")]
+    assert order.verdict == "differs"
+    assert order.tau == pytest.approx(1 / 3)
+
+
+def test_ties_in_the_paper_do_not_flip_and_one_row_is_insufficient():
+    assert compare_order("acc", {"a": (38.2, 1.0), "b": (38.2, 2.0)}).flips == []
+    assert compare_order("acc", {"a": (1.0, 2.0)}).verdict == "insufficient"
+
+
+def test_tau_b_with_ties_matches_the_textbook_value():
+    # x = (1, 2, 2, 3), y = (1, 3, 2, 4): 5 concordant, 0 discordant, one tie in x -> 5 / sqrt(5 * 6)
+    assert kendall_tau_b([1, 2, 2, 3], [1, 3, 2, 4]) == pytest.approx(5 / 30 ** 0.5)
+    assert kendall_tau_b([1, 1], [1, 2]) is None
