@@ -75,7 +75,9 @@ def evaluate_perplexity(final_dir: Path, tokens_dir: Path, out_path: Path, batch
     tokens_manifest = read_manifest(tokens_dir)
     train_tokens = open_split(tokens_dir, "train")
     seq_len = manifest["config"]["model"]["seq_len"]
-    metrics, details = {}, {"window": f"disjoint windows of {seq_len} tokens", "batch_size": batch_size}
+    metrics = {"model/params": manifest["non_embedding_params"], "model/flops_per_token": manifest["flops_per_token"],
+               "train/tokens": manifest["tokens"]}
+    details = {"window": f"disjoint windows of {seq_len} tokens", "batch_size": batch_size}
     for split in splits:
         tokens = open_split(tokens_dir, split)
         nll, n = stream_nll(model, tokens, seq_len, batch_size)

@@ -75,3 +75,16 @@ def test_corrupted_final_weights_are_refused(trained, tiny_data, tmp_path):
     (final / "model.safetensors").write_bytes(bytes(data))
     with pytest.raises(CheckpointError, match="sha256 differs"):
         evaluate_perplexity(final, tiny_data["tokens"], tmp_path / "ppl.json")
+
+
+def test_same_seed_gives_identical_results(tiny_data, run_cfg, tmp_path):
+    results = []
+    for name in ("a", "b"):
+        Trainer(run_cfg, tiny_data["tokens"], tmp_path / name).run()
+        results.append(strip_timings(evaluate_perplexity(tmp_path / name / "final", tiny_data["tokens"],
+                                                         tmp_path / name / "ppl.json")))
+    assert results[0] == results[1]
+    run_cfg["seed"] = 1
+    Trainer(run_cfg, tiny_data["tokens"], tmp_path / "c").run()
+    other = evaluate_perplexity(tmp_path / "c" / "final", tiny_data["tokens"], tmp_path / "c" / "ppl.json")
+    assert other["metrics"]["test/ppl"] != results[0]["metrics"]["test/ppl"]
