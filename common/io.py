@@ -16,6 +16,15 @@ from pathlib import Path
 from common.errors import ReproError
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
+
+
 class WriteError(ReproError, OSError):
     """Writing an artifact failed (typically: disk full); nothing was replaced."""
 
@@ -25,6 +34,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the file the usual permissions
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
