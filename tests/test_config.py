@@ -27,7 +27,7 @@ def test_default_profile_is_valid_and_resolves():
     validate(config)
     exps = resolve(config)
     assert exps["pm_s"]["model"]["n_layer"] == exps["base_s"]["model"]["n_layer"] + 2
-    assert exps["pm_m"]["model"]["d_model"] == 192  # inherited from its base
+    assert exps["pm_m"]["model"]["d_model"] == 160  # inherited from its base
     assert run_config(config, "pm_m", 0)["seed"] == 0
 
 

@@ -1,5 +1,6 @@
 # Helpers only: validate the profile once, resolve experiments, name paths by experiment id.
 # The rules call `python -m workflows.cli ...`: the package is installed (editable) by `make`.
+import json
 import os
 import sys
 
@@ -31,12 +32,17 @@ def ppl_results():
     return [f"results/runs/{e}/seed{s}/eval/ppl.json" for e, s in runs()]
 
 
-def data_settings():
-    return {"corpus": config["corpus"], "tokenizer": config["tokenizer"]}
+def data_settings_json():
+    return json.dumps({"corpus": config["corpus"], "tokenizer": config["tokenizer"]}, sort_keys=True)
 
 
-def settings_of_run(wildcards):
-    return run_config(config, wildcards.experiment, int(wildcards.seed))
+def run_settings_json(wildcards):
+    return json.dumps(run_config(config, wildcards.experiment, int(wildcards.seed)), sort_keys=True)
+
+
+# Settings files are written by the shell (no Python start-up per job); a change of the resolved
+# settings changes the params and re-runs exactly the affected jobs.
+WRITE_JSON = "printf '%s\\n' {params.json:q} > {output}.tmp && mv {output}.tmp {output}"
 
 
 def folder_of_input(name, up=1):

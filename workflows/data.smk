@@ -5,16 +5,14 @@ rule data_settings:
     output:
         f"{DATA}/settings.json",
     params:
-        settings=data_settings(),
+        json=data_settings_json(),
     log:
         f"{DATA}/logs/settings.log",
     localrule: True
     conda:
         ENV
-    run:
-        from common.io import atomic_write_json
-
-        atomic_write_json(output[0], params.settings)
+    shell:
+        WRITE_JSON
 
 
 rule corpus:

@@ -6,16 +6,14 @@ rule run_config:
     output:
         f"{RUN}/config.json",
     params:
-        settings=settings_of_run,
+        json=run_settings_json,
     log:
         f"{RUN}/logs/config.log",
     localrule: True
     conda:
         ENV
-    run:
-        from common.io import atomic_write_json
-
-        atomic_write_json(output[0], params.settings)
+    shell:
+        WRITE_JSON
 
 
 rule pretrain:
