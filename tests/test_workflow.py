@@ -20,8 +20,8 @@ def micro_profile() -> dict:
     config["corpus"]["synthetic"] = {"train_docs": 300, "valid_docs": 20, "test_docs": 20}
     config["tokenizer"]["vocab_size"] = 400
     config["defaults"]["model"].update(seq_len=64, d_model=32, n_layer=1, n_head=2)
-    config["defaults"]["train"].update(steps=20, batch_size=8, micro_batch_size=8, warmup_steps=2,
-                                       log_interval=5, eval_interval=10, checkpoint_interval=10)
+    config["defaults"]["train"].update(steps=80, batch_size=8, micro_batch_size=8, warmup_steps=4,
+                                       log_interval=10, eval_interval=40, checkpoint_interval=40)
     config["experiments"] = [{"id": "base_s", "seeds": [0]},
                              {"id": "pm_s", "base": "base_s", "overrides": {"model.n_layer": 3}}]
     return config
