@@ -11,6 +11,7 @@ next ``n_valid`` are valid, training starts after them), so no document is in tw
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -128,12 +129,13 @@ def write_corpus(corpus_cfg: dict, out_dir: Path) -> dict:
     for split in SPLITS:
         path = out_dir / f"{split}.jsonl"
         tmp = path.with_name(f".{path.name}.tmp")
-        n_docs, oracle = 0, 0.0
+        n_docs, logprobs = 0, []
         with open(tmp, "w") as f:
             for doc in docs[split]:
                 f.write(json.dumps(doc) + "\n")
                 n_docs += 1
-                oracle = oracle - doc["logprob"] if "logprob" in doc and oracle is not None else None
+                logprobs.append(doc.get("logprob"))
+        oracle = None if None in logprobs else -math.fsum(logprobs)  # only the synthetic world knows it
         if n_docs == 0:
             tmp.unlink()
             raise CorpusError(f"corpus split {split!r} is empty; check the corpus size settings")

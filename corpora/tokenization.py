@@ -84,24 +84,14 @@ def tokenize_corpus(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, batch
     for split in SPLITS:
         path = out_dir / f"{split}.bin"
         tmp = path.with_name(f".{path.name}.tmp")
-        n_tokens, n_docs, batch = 0, 0, []
+        n_tokens, n_docs = 1, 0
         with open(tmp, "wb") as f:
             f.write(np.array([tok.eot_id], dtype=dtype).tobytes())
-            n_tokens += 1
-
-            def flush():
-                nonlocal n_tokens
-                for ids in tok.encode_batch(batch):
+            for texts in _batches((d["text"] for d in read_documents(corpus_dir, split)), batch_docs):
+                for ids in tok.encode_batch(texts):
                     f.write(np.array(ids + [tok.eot_id], dtype=dtype).tobytes())
                     n_tokens += len(ids) + 1
-                batch.clear()
-
-            for doc in read_documents(corpus_dir, split):
-                batch.append(doc["text"])
-                n_docs += 1
-                if len(batch) == batch_docs:
-                    flush()
-            flush()
+                n_docs += len(texts)
         tmp.replace(path)
         splits[split] = {"file": path.name, "dtype": np.dtype(dtype).name, "n_tokens": n_tokens, "n_docs": n_docs,
                          "sha256": sha256_file(path), "oracle_nll": corpus_manifest["splits"][split]["oracle_nll"]}
@@ -109,6 +99,17 @@ def tokenize_corpus(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, batch
                 "corpus_sha256": sha256_file(corpus_dir / "manifest.json"), "splits": splits}
     atomic_write_json(out_dir / "manifest.json", manifest)
     return manifest
+
+
+def _batches(items, size: int):
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def check_tokenizer(tokens_manifest: dict, tokenizer_sha256: str, where: Path) -> None:

@@ -82,3 +82,23 @@ def test_write_corpus_rejects_empty_input(tmp_path):
     cfg["local"]["test"] = str(tmp_path / "blank.jsonl")
     with pytest.raises(CorpusError, match="split 'test' is empty"):
         write_corpus(cfg, tmp_path / "out")
+
+
+def test_synthetic_oracle_survives_the_pipeline(tmp_path):
+    """The oracle NLL in the tokens manifest is the exact score of the texts on disk."""
+    import math
+
+    from corpora.synthetic import WorldConfig, score_document
+    from corpora.tokenization import tokenize_corpus, train_bpe
+    from corpora.sources import read_documents
+
+    corpus_cfg = {"id": "w", "source": "synthetic", "seed": 3,
+                  "synthetic": {"train_docs": 60, "valid_docs": 8, "test_docs": 8}}
+    write_corpus(corpus_cfg, tmp_path / "corpus")
+    train_bpe(tmp_path / "corpus", 300, 2, tmp_path / "tok.json")
+    manifest = tokenize_corpus(tmp_path / "corpus", load_tokenizer({"kind": "bpe"}, tmp_path / "tok.json"),
+                               tmp_path / "tokens")
+    world = WorldConfig(**corpus_cfg["synthetic"])
+    rescored = -math.fsum(score_document(world, 3, d["text"]) for d in read_documents(tmp_path / "corpus", "test"))
+    assert manifest["splits"]["test"]["oracle_nll"] == pytest.approx(rescored, rel=1e-12)
+    assert manifest["splits"]["test"]["n_tokens"] > manifest["splits"]["test"]["n_docs"] * 10

@@ -83,9 +83,8 @@ class Trainer:
         self.flops_per_token = flops_per_token(self.model_kwargs, vocab_size=manifest["vocab_size"],
                                                seq_len=self.seq_len)
         self.opt = make_optimizer(self.model, self.t)
-        self.forward = self.model
-        if self.world > 1:
-            self.forward = torch.nn.parallel.DistributedDataParallel(self.model)
+        self.ddp = torch.nn.parallel.DistributedDataParallel(self.model) if self.world > 1 else None
+        self.forward = self.ddp or self.model
         if self.t["compile"]:
             self.forward = torch.compile(self.forward)
         use_bf16 = self.device.type == "cuda" and self.t["precision"] in ("auto", "bf16")
@@ -102,8 +101,8 @@ class Trainer:
         totals: dict[str, float] = {}
         for j in range(self.accum):
             x, y = self.batch(step, j)
-            sync = self.world > 1 and j < self.accum - 1
-            with (self.forward.no_sync() if sync else nullcontext()), self.autocast():
+            skip_sync = self.ddp is not None and j < self.accum - 1  # all-reduce once, on the last micro-batch
+            with (self.ddp.no_sync() if skip_sync else nullcontext()), self.autocast():
                 losses = self.forward(x, y)["losses"]
                 total = sum(weights.get(name, 1.0) * value for name, value in losses.items())
             for name, value in losses.items():
@@ -163,17 +162,17 @@ class Trainer:
         self.model.train()
         bar = tqdm(range(start, steps), initial=start, total=steps, disable=self.rank != 0, mininterval=2,
                    unit="step", desc=self.cfg["id"])
-        t0, wall0 = time.perf_counter(), time.perf_counter()
+        wall0 = t0 = time.perf_counter()
+        logged = start  # step of the previous log line, for tokens/s
         for step in bar:
             row = self.step(step)
             done = step + 1
             if done % self.t["log_interval"] == 0 or done == steps:
-                dt = time.perf_counter() - t0
-                n_steps = done - start if done - start < self.t["log_interval"] else self.t["log_interval"]
-                row.update(step=done, tokens=done * tokens_per_step, tok_per_s=n_steps * tokens_per_step / dt)
+                rate = (done - logged) * tokens_per_step / (time.perf_counter() - t0)
+                row.update(step=done, tokens=done * tokens_per_step, tok_per_s=rate)
                 log.append(row)
-                bar.set_postfix(loss=f"{row['loss']:.3f}", tok_s=f"{row['tok_per_s']:.0f}")
-                t0 = time.perf_counter()
+                bar.set_postfix(loss=f"{row['loss']:.3f}", tok_s=f"{rate:.0f}")
+                logged, t0 = done, time.perf_counter()
             if done % self.t["eval_interval"] == 0 or done == steps:
                 log.append({"split": "valid", "step": done, "tokens": done * tokens_per_step,
                             "valid/loss": self.valid_loss()})
