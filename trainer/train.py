@@ -1,7 +1,8 @@
 """One trainer for every model family of the suite.
 
-A model's ``forward(idx, targets)`` returns ``{"losses": {name: scalar}}``; the trainer sums them
-with ``train.loss_weights`` (default 1 each) and logs every term, so ConceptLM's NTP + NCP + VQ or
+A model's ``forward(idx, targets)`` returns ``{"losses": {name: scalar}}`` and optionally
+``{"metrics": {name: float}}`` (monitored, not optimised, e.g. codebook usage); the trainer sums the
+losses with ``train.loss_weights`` (default 1 each) and logs every term and metric, so ConceptLM's NTP + NCP + VQ or
 DLCM's auxiliary losses need nothing here. AdamW with linear warm-up and cosine decay, gradient
 clipping and accumulation, bf16 autocast on CUDA, optional ``torch.compile``, DDP under
 ``torchrun``. Data order comes from ``trainer.data.WindowOrder`` (seed + manifest hash);
@@ -99,16 +100,20 @@ class Trainer:
     def step(self, step: int) -> dict:
         weights = self.t["loss_weights"]
         totals: dict[str, float] = {}
+        monitors: dict[str, float] = {}
         for j in range(self.accum):
             x, y = self.batch(step, j)
             skip_sync = self.ddp is not None and j < self.accum - 1  # all-reduce once, on the last micro-batch
             with (self.ddp.no_sync() if skip_sync else nullcontext()), self.autocast():
-                losses = self.forward(x, y)["losses"]
+                out = self.forward(x, y)
+                losses = out["losses"]
                 total = sum(weights.get(name, 1.0) * value for name, value in losses.items())
             for name, value in losses.items():
                 if not torch.isfinite(value):
                     raise NonFiniteLossError(self._nonfinite(step, f"loss '{name}' = {value.item()}"))
                 totals[name] = totals.get(name, 0.0) + value.item() / self.accum
+            for name, value in out.get("metrics", {}).items():  # e.g. codebook usage; logged, not optimised
+                monitors[name] = monitors.get(name, 0.0) + float(value) / self.accum
             (total / self.accum).backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.t["grad_clip"] or float("inf"))
         if not torch.isfinite(grad_norm):
@@ -123,7 +128,8 @@ class Trainer:
             dist.all_reduce(values)
             totals = dict(zip(totals, (values / self.world).tolist()))
         loss = sum(weights.get(n, 1.0) * v for n, v in totals.items())
-        return {"loss": loss, **{f"loss/{n}": v for n, v in totals.items()}, "lr": lr, "grad_norm": grad_norm.item()}
+        return {"loss": loss, **{f"loss/{n}": v for n, v in totals.items()},
+                **{f"metric/{n}": v for n, v in monitors.items()}, "lr": lr, "grad_norm": grad_norm.item()}
 
     def _nonfinite(self, step: int, what: str) -> str:
         last = valid_checkpoints(self.run_dir / "ckpt")
