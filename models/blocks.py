@@ -1,16 +1,21 @@
 """Shared transformer blocks: causal self-attention (SDPA), MLP, one residual block.
 
-One block serves every backbone of the suite; what differs between GPT-2 and Pythia/GPT-NeoX is
-configuration, not code:
+One block serves every backbone of the suite; what differs between GPT-2, Pythia/GPT-NeoX and Llama
+is configuration, not code:
 
 * GPT-2 (Radford et al. 2019): learned absolute positions, sequential residual
   ``x + attn(ln1(x))`` then ``x + mlp(ln2(x))``, tanh-approximated GELU.
 * GPT-NeoX / Pythia (Black et al. 2022, Biderman et al. 2023): rotary positions on a fraction
   ``rotary_pct`` of every head's dimensions, *parallel* residual ``x + attn(ln1(x)) + mlp(ln2(x))``,
   exact GELU.
+* Llama (Touvron et al. 2023; Llama 3, Grattafiori et al. 2024): RMSNorm, SwiGLU MLP, rotary on every
+  dimension (optionally with Llama 3.1's frequency scaling), grouped-query attention (``n_kv_head``
+  key/value heads shared by ``n_head / n_kv_head`` query heads each), no biases.
 
 The attention projection is one fused ``qkv`` matmul laid out ``[q | k | v]`` along the output
-dimension, followed by ``F.scaled_dot_product_attention(is_causal=True)``.
+dimension (k and v have ``n_kv_head`` heads), followed by
+``F.scaled_dot_product_attention(is_causal=True)``. A SwiGLU MLP fuses its gate and up projections
+the same way, ``fc`` laid out ``[gate | up]``.
 """
 from __future__ import annotations
 
@@ -24,15 +29,22 @@ from torch import nn
 class Rotary(nn.Module):
     """Rotary position embedding (Su et al. 2021) on the first ``rot_dim`` dims of each head.
 
-    Uses the GPT-NeoX "rotate half" convention: dimension i is paired with i + rot_dim/2.
+    Uses the GPT-NeoX "rotate half" convention (also Llama's): dimension i is paired with i + rot_dim/2.
+    ``scaling`` is Llama 3.1's frequency scaling (``{"rope_type": "llama3", "factor", "low_freq_factor",
+    "high_freq_factor", "original_max_position_embeddings"}``, as in ``transformers``). ``stride`` places
+    the i-th row at position ``i * stride``: a sequence of chunk summaries keeps the position of each
+    chunk's first token (ConceptLM's concept layers, Pythia and Llama code).
     """
 
-    def __init__(self, head_dim: int, rotary_pct: float, base: float, max_len: int):
+    def __init__(self, head_dim: int, rotary_pct: float, base: float, max_len: int,
+                 scaling: dict | None = None, stride: int = 1):
         super().__init__()
         rot_dim = int(head_dim * rotary_pct)
         self.rot_dim = rot_dim - rot_dim % 2
         inv_freq = 1.0 / (base ** (torch.arange(0, self.rot_dim, 2, dtype=torch.float32) / self.rot_dim))
-        angles = torch.outer(torch.arange(max_len, dtype=torch.float32), inv_freq)
+        if scaling is not None:
+            inv_freq = llama3_scaled(inv_freq, scaling)
+        angles = torch.outer(torch.arange(max_len, dtype=torch.float32) * stride, inv_freq)
         angles = torch.cat([angles, angles], dim=-1)
         self.register_buffer("cos", angles.cos(), persistent=False)
         self.register_buffer("sin", angles.sin(), persistent=False)
@@ -48,45 +60,74 @@ class Rotary(nn.Module):
         return torch.cat([rotated, keep], dim=-1)
 
 
+def llama3_scaled(inv_freq: torch.Tensor, scaling: dict) -> torch.Tensor:
+    """Llama 3.1 rotary frequencies: wavelengths beyond ``original / low_freq_factor`` are divided by
+    ``factor``, those below ``original / high_freq_factor`` kept, the band between interpolated."""
+    if scaling.get("rope_type") != "llama3":
+        raise ValueError(f"model.rope_scaling={scaling!r}: only rope_type 'llama3' is supported")
+    factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+    original = scaling["original_max_position_embeddings"]
+    wavelen = 2 * math.pi / inv_freq
+    scaled = torch.where(wavelen > original / low, inv_freq / factor, inv_freq)
+    smooth = (original / wavelen - low) / (high - low)
+    medium = (wavelen >= original / high) & (wavelen <= original / low)
+    return torch.where(medium, (1 - smooth) * scaled / factor + smooth * scaled, scaled)
+
+
 class CausalSelfAttention(nn.Module):
-    def __init__(self, d_model: int, n_head: int, bias: bool, dropout: float, rotary: Rotary | None):
+    def __init__(self, d_model: int, n_head: int, bias: bool, dropout: float, rotary: Rotary | None,
+                 n_kv_head: int | None = None):
         super().__init__()
-        self.n_head = n_head
-        self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.n_head, self.n_kv_head = n_head, n_kv_head or n_head
+        self.head_dim = d_model // n_head
+        self.qkv = nn.Linear(d_model, (n_head + 2 * self.n_kv_head) * self.head_dim, bias=bias)
         self.proj = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = dropout
         self.rotary = rotary
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, t, d = x.shape
-        q, k, v = self.qkv(x).view(b, t, 3, self.n_head, d // self.n_head).permute(2, 0, 3, 1, 4)
+        kv = self.n_kv_head * self.head_dim
+        q, k, v = (z.view(b, t, -1, self.head_dim).transpose(1, 2) for z in self.qkv(x).split([d, kv, kv], dim=-1))
         if self.rotary is not None:
             q, k = self.rotary(q), self.rotary(k)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
-                                           dropout_p=self.dropout if self.training else 0.0)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0,
+                                           enable_gqa=self.n_kv_head != self.n_head)
         return self.proj(y.transpose(1, 2).reshape(b, t, d))
 
 
 class MLP(nn.Module):
+    """GELU MLP, or SwiGLU (``activation='swiglu'``, Shazeer 2020): ``proj(silu(gate) * up)``."""
+
     def __init__(self, d_model: int, hidden: int, bias: bool, activation: str):
         super().__init__()
-        self.fc = nn.Linear(d_model, hidden, bias=bias)
+        self.gated = activation == "swiglu"
+        self.fc = nn.Linear(d_model, (2 if self.gated else 1) * hidden, bias=bias)
         self.proj = nn.Linear(hidden, d_model, bias=bias)
-        self.approximate = {"gelu_tanh": "tanh", "gelu": "none"}[activation]
+        self.approximate = {"gelu_tanh": "tanh", "gelu": "none", "swiglu": None}[activation]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.gated:
+            gate, up = self.fc(x).chunk(2, dim=-1)
+            return self.proj(F.silu(gate) * up)
         return self.proj(F.gelu(self.fc(x), approximate=self.approximate))
+
+
+def make_norm(kind: str, d_model: int, eps: float, bias: bool) -> nn.Module:
+    """``layernorm`` (GPT-2, GPT-NeoX) or ``rmsnorm`` (Llama; Zhang & Sennrich 2019, no bias)."""
+    return nn.RMSNorm(d_model, eps=eps) if kind == "rmsnorm" else nn.LayerNorm(d_model, eps=eps, bias=bias)
 
 
 class Block(nn.Module):
     """Pre-norm transformer block; ``parallel_residual`` selects the GPT-NeoX form."""
 
     def __init__(self, d_model: int, n_head: int, mlp_hidden: int, *, bias: bool, dropout: float,
-                 activation: str, norm_eps: float, parallel_residual: bool, rotary: Rotary | None):
+                 activation: str, norm_eps: float, parallel_residual: bool, rotary: Rotary | None,
+                 norm: str = "layernorm", n_kv_head: int | None = None):
         super().__init__()
-        self.ln1 = nn.LayerNorm(d_model, eps=norm_eps, bias=bias)
-        self.attn = CausalSelfAttention(d_model, n_head, bias, dropout, rotary)
-        self.ln2 = nn.LayerNorm(d_model, eps=norm_eps, bias=bias)
+        self.ln1 = make_norm(norm, d_model, norm_eps, bias)
+        self.attn = CausalSelfAttention(d_model, n_head, bias, dropout, rotary, n_kv_head)
+        self.ln2 = make_norm(norm, d_model, norm_eps, bias)
         self.mlp = MLP(d_model, mlp_hidden, bias, activation)
         self.parallel_residual = parallel_residual
         self.drop = nn.Dropout(dropout)

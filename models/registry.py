@@ -2,6 +2,13 @@
 
 A new model family registers here once (torchtitan's ModelSpec idea); a new size or ablation is a
 config entry. ``build_model({"arch": "gpt2", "d_model": 128, ...}, vocab_size=..., seq_len=...)``.
+
+Token LMs: ``gpt2``, ``pythia``, ``llama`` (the backbones). The concept-level families and their
+token-space baseline sit on any backbone, named ``<family>_<backbone>`` (``conceptlm_gpt2``,
+``contextlm_pythia``, ``mtp_llama``, ...): the config is the backbone's (same fields, same
+conventions) plus the family's options, with the family's per-backbone defaults (ConceptLM's
+insertion depth is 0 on GPT-2, 1 elsewhere, §4.1). So an experiment switches a Base model to
+ConceptLM by overriding ``model.arch`` alone.
 """
 from __future__ import annotations
 
@@ -11,6 +18,10 @@ from typing import Callable
 
 from torch import nn
 
+from models.conceptlm import ConceptLM, ConceptOptions, concept_lm_flops_per_token
+from models.contextlm import ContextOptions
+from models.llama import LlamaConfig
+from models.mtp import MTPLM, MTPOptions, mtp_flops_per_token
 from models.token_lm import PythiaConfig, TokenLM, TokenLMConfig, token_lm_flops_per_token
 
 
@@ -22,10 +33,28 @@ class ModelSpec:
     flops_per_token: Callable[[object], float]
 
 
+BACKBONES = {"gpt2": TokenLMConfig, "pythia": PythiaConfig, "llama": LlamaConfig}
+FAMILIES = {  # family: (options mixed into the backbone config, model, FLOPs formula)
+    "conceptlm": (ConceptOptions, ConceptLM, concept_lm_flops_per_token),
+    "contextlm": (ContextOptions, ConceptLM, concept_lm_flops_per_token),
+    "mtp": (MTPOptions, MTPLM, mtp_flops_per_token),
+}
+
+
+def family_config(options: type, backbone: str) -> type:
+    """The frozen dataclass of ``options`` on ``backbone``: the backbone config's fields, then the
+    options' fields, with the options' ``backbone_defaults[backbone]`` overriding their defaults."""
+    defaults = getattr(options, "backbone_defaults", {}).get(backbone, {})
+    name = f"{options.__name__.removesuffix('Options')}{backbone.capitalize()}Config"
+    fields = [(key, type(value), dataclasses.field(default=value)) for key, value in defaults.items()]
+    return dataclasses.make_dataclass(name, fields, bases=(options, BACKBONES[backbone]), frozen=True)
+
+
 REGISTRY: dict[str, ModelSpec] = {
     spec.name: spec for spec in (
-        ModelSpec("gpt2", TokenLMConfig, TokenLM, token_lm_flops_per_token),
-        ModelSpec("pythia", PythiaConfig, TokenLM, token_lm_flops_per_token),
+        *(ModelSpec(name, cfg, TokenLM, token_lm_flops_per_token) for name, cfg in BACKBONES.items()),
+        *(ModelSpec(f"{family}_{backbone}", family_config(options, backbone), model, flops)
+          for family, (options, model, flops) in FAMILIES.items() for backbone in BACKBONES),
     )
 }
 

@@ -3,7 +3,10 @@
 ConceptLM (arXiv 2602.08984) §4.1 compares against two token baselines on each backbone:
 *Base*, the plain GPT-2 / Pythia model, and *PM* (parameter-matched), the same model with two
 extra token layers so that its parameter count matches ConceptLM's two concept layers. Both are
-this module; PM is a configuration entry (``n_layer`` + 2), not a separate class.
+this module; PM is a configuration entry (``n_layer`` + 2), not a separate class. The concept
+models (``models.conceptlm``, ``models.mtp``) subclass ``TokenLM`` and reuse its embedding, blocks,
+final norm and head; ``make_block`` / ``make_rotary`` build their extra layers with the backbone's
+conventions.
 
 The model returns a dict: ``logits`` and ``losses`` (named scalar losses). The trainer sums the
 losses with configured weights, so every model family plugs into the same trainer.
@@ -15,7 +18,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from models.blocks import Block, Rotary, init_weights
+from models.blocks import Block, Rotary, init_weights, make_norm
 from models.losses import linear_cross_entropy
 
 
@@ -31,13 +34,17 @@ class TokenLMConfig:
     dropout: float = 0.0
     bias: bool = True
     norm_eps: float = 1e-5
-    activation: str = "gelu_tanh"      # gelu_tanh (GPT-2) | gelu (GPT-NeoX)
-    positional: str = "learned"        # learned (GPT-2) | rotary (GPT-NeoX)
+    activation: str = "gelu_tanh"      # gelu_tanh (GPT-2) | gelu (GPT-NeoX) | swiglu (Llama)
+    positional: str = "learned"        # learned (GPT-2) | rotary (GPT-NeoX, Llama)
     rotary_pct: float = 1.0
     rotary_base: float = 10000.0
     parallel_residual: bool = False
     tie_embeddings: bool = True
     init_std: float = 0.02
+    norm: str = "layernorm"            # layernorm | rmsnorm (Llama)
+    n_kv_head: int | None = None       # key/value heads (grouped-query attention); None = n_head
+    mlp_hidden: int | None = None      # MLP width; None = mlp_ratio * d_model
+    rope_scaling: dict | None = None   # Llama 3.1 rotary scaling, transformers' rope_parameters layout
 
     def __post_init__(self):
         if self.d_model % self.n_head:
@@ -45,8 +52,13 @@ class TokenLMConfig:
                              "choose n_head dividing d_model")
         if self.positional not in ("learned", "rotary"):
             raise ValueError(f"model.positional={self.positional!r}: use 'learned' or 'rotary'")
-        if self.activation not in ("gelu_tanh", "gelu"):
-            raise ValueError(f"model.activation={self.activation!r}: use 'gelu_tanh' or 'gelu'")
+        if self.activation not in ("gelu_tanh", "gelu", "swiglu"):
+            raise ValueError(f"model.activation={self.activation!r}: use 'gelu_tanh', 'gelu' or 'swiglu'")
+        if self.norm not in ("layernorm", "rmsnorm"):
+            raise ValueError(f"model.norm={self.norm!r}: use 'layernorm' or 'rmsnorm'")
+        if self.n_kv_head is not None and (self.n_kv_head < 1 or self.n_head % self.n_kv_head):
+            raise ValueError(f"model.n_kv_head={self.n_kv_head} does not divide model.n_head={self.n_head}; "
+                             "choose a divisor of n_head (n_head itself = no grouping)")
 
 
 @dataclass(frozen=True)
@@ -59,27 +71,39 @@ class PythiaConfig(TokenLMConfig):
     tie_embeddings: bool = False
 
 
+def make_rotary(cfg: TokenLMConfig, stride: int = 1) -> Rotary | None:
+    """The backbone's rotary table (None with learned positions); row i at position ``i * stride``."""
+    if cfg.positional != "rotary":
+        return None
+    return Rotary(cfg.d_model // cfg.n_head, cfg.rotary_pct, cfg.rotary_base, cfg.seq_len // stride,
+                  cfg.rope_scaling, stride)
+
+
+def make_block(cfg: TokenLMConfig, rotary: Rotary | None) -> Block:
+    """One transformer block with the backbone's conventions."""
+    return Block(cfg.d_model, cfg.n_head, cfg.mlp_hidden or cfg.mlp_ratio * cfg.d_model, bias=cfg.bias,
+                 dropout=cfg.dropout, activation=cfg.activation, norm_eps=cfg.norm_eps,
+                 parallel_residual=cfg.parallel_residual, rotary=rotary, norm=cfg.norm, n_kv_head=cfg.n_kv_head)
+
+
 class TokenLM(nn.Module):
     def __init__(self, cfg: TokenLMConfig):
         super().__init__()
         self.cfg = cfg
-        rotary = (Rotary(cfg.d_model // cfg.n_head, cfg.rotary_pct, cfg.rotary_base, cfg.seq_len)
-                  if cfg.positional == "rotary" else None)
+        rotary = make_rotary(cfg)
         self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.wpe = nn.Embedding(cfg.seq_len, cfg.d_model) if cfg.positional == "learned" else None
         self.drop = nn.Dropout(cfg.dropout)
-        self.blocks = nn.ModuleList(
-            Block(cfg.d_model, cfg.n_head, cfg.mlp_ratio * cfg.d_model, bias=cfg.bias, dropout=cfg.dropout,
-                  activation=cfg.activation, norm_eps=cfg.norm_eps, parallel_residual=cfg.parallel_residual,
-                  rotary=rotary)
-            for _ in range(cfg.n_layer))
-        self.ln_f = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps, bias=cfg.bias)
+        self.blocks = nn.ModuleList(make_block(cfg, rotary) for _ in range(cfg.n_layer))
+        self.ln_f = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         init_weights(self, cfg.init_std, cfg.n_layer)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.wte.weight
 
     def embed(self, idx: torch.Tensor) -> torch.Tensor:
+        if idx.shape[1] > self.cfg.seq_len:
+            raise ValueError(f"input length {idx.shape[1]} exceeds model.seq_len={self.cfg.seq_len}")
         x = self.wte(idx)
         if self.wpe is not None:
             x = x + self.wpe.weight[: idx.shape[1]]
@@ -87,8 +111,6 @@ class TokenLM(nn.Module):
 
     def hidden(self, idx: torch.Tensor) -> torch.Tensor:
         """Final normalised hidden states, (batch, time, d_model)."""
-        if idx.shape[1] > self.cfg.seq_len:
-            raise ValueError(f"input length {idx.shape[1]} exceeds model.seq_len={self.cfg.seq_len}")
         x = self.embed(idx)
         for block in self.blocks:
             x = block(x)
@@ -112,6 +134,15 @@ class TokenLM(nn.Module):
         return n
 
 
+def block_matmul_params(cfg: TokenLMConfig) -> int:
+    """Weights of one block that take part in a matmul: q, k, v (``n_kv_head`` heads), output
+    projection, and the MLP (two matrices, three for SwiGLU). GPT-2: 4 d^2 + 2 * mlp_ratio * d^2."""
+    d = cfg.d_model
+    kv = (cfg.n_kv_head or cfg.n_head) * (d // cfg.n_head)
+    hidden = cfg.mlp_hidden or cfg.mlp_ratio * d
+    return 2 * d * d + 2 * d * kv + (3 if cfg.activation == "swiglu" else 2) * d * hidden
+
+
 def token_lm_flops_per_token(cfg: TokenLMConfig) -> float:
     """Training FLOPs per token, nanoGPT/PaLM convention: 6 * N_matmul + 12 * L * d * T.
 
@@ -119,6 +150,5 @@ def token_lm_flops_per_token(cfg: TokenLMConfig) -> float:
     and excludes embedding look-ups; the attention term is the full (non-causal-halved) 12 L d T.
     """
     d, L = cfg.d_model, cfg.n_layer
-    per_layer = 4 * d * d + 2 * cfg.mlp_ratio * d * d
-    n_matmul = L * per_layer + cfg.vocab_size * d
+    n_matmul = L * block_matmul_params(cfg) + cfg.vocab_size * d
     return 6.0 * n_matmul + 12.0 * L * d * cfg.seq_len

@@ -1,0 +1,201 @@
+"""ConceptLM: next concept prediction in a discrete latent space (Liu et al., arXiv 2602.08984).
+
+A token LM (GPT-2, Pythia or Llama backbone, ``models.token_lm``) with a slower concept path spliced
+in after its first ``insert_layer`` layers (Fig. 2, §2):
+
+1. encoder: the first ``insert_layer`` token layers; 0 pools the token embeddings (GPT-2's main
+   setting L0; Pythia and Llama use the first layer, §4.1, App. B.2);
+2. chunk states: the mean of every k = ``chunk_size`` consecutive encoder states,
+   ``c_j = mean(h_{jk} .. h_{jk+k-1})`` (§2.2; a trailing partial chunk is left out, as in the code);
+3. concept transformer: ``concept_layers`` backbone blocks, causal over the chunk sequence (§2.3),
+   then S heads of N coefficients each and the predicted concept ``c_hat = concat_s sum_n w_sn e_sn``
+   over the transformed codes of the product codebook (``models.quantizers``, §2.2-2.3). Row j of
+   the predictions is the prediction of chunk j+1 from chunks <= j. With rotary backbones the
+   chunk sequence keeps the position of each chunk's first token (Pythia and Llama code);
+   with GPT-2 it has no positional signal (GPT-2 code);
+4. shift: position t receives the prediction of chunk floor((t+1)/k) -- made from the chunks before
+   it, all complete by position t -- and zeros for t < k - 1: each prediction repeated k times and
+   shifted right by k - 1 (§2.3, note 000 §2.4; the paper's printed index floor(t/(k-1)) leaks
+   the future from position 2k - 2 on, see ``tests/conceptlm``);
+5. decoder: the remaining token layers on ``h_t + shifted concept``, final norm and LM head.
+
+Losses (§3), each on/off by a flag here (an off term is not computed) and weighted by the
+trainer's ``train.loss_weights`` (default 1 each, the paper's L = NTP + NCP + VQ):
+
+* ``ntp``: next-token cross-entropy (fused head + loss, ``models.losses``);
+* ``ncp``: MSE between each prediction and the next chunk's state, the target detached; its
+  gradient reaches the encoder through the concept transformer's input (code, note 000 §2.5);
+* ``vq``: codebook + 0.25 x commitment loss on the *detached* chunk states, so the VQ loss trains the
+  code transform only (§3 text and Fig. 3; the printed formula would also pull on the encoder).
+
+Every ambiguity of the paper listed in notes 000/001 and CODE_NOTES.md is a switch of
+``ConceptOptions`` whose default is the authors' Pythia code, which note 000 verified line by line.
+ContextLM (``models.contextlm``) is this model with a linear predictor and no codebook or NCP.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+from torch import nn
+
+from models.blocks import init_weights, make_norm
+from models.losses import linear_cross_entropy
+from models.quantizers import ProductVQ, codebook_usage
+from models.token_lm import TokenLM, block_matmul_params, make_block, make_rotary, token_lm_flops_per_token
+
+CHOICES = {"predictor": ("codebook", "linear"), "code_transform": ("mlp", "linear"),
+           "coefficients": ("raw", "softmax"), "fusion": ("add", "norm_add"),
+           "ncp_reduction": ("mean", "norm"), "vq_segment_reduction": ("mean", "sum")}
+
+
+@dataclass(frozen=True)
+class ConceptOptions:
+    """Concept-path fields, mixed into a backbone config (``models.registry``). Defaults: §4.1 and
+    the Pythia code; the switch each field resolves is named beside it."""
+    backbone_defaults: ClassVar[dict] = {"gpt2": {"insert_layer": 0}}  # GPT-2 main setting L0 (§4.1, Table 14)
+
+    chunk_size: int = 4                  # k tokens per concept (§4.1; Table 18 ablates 2/4/8/16)
+    insert_layer: int = 1                # encoder depth: Pythia/Llama first layer (§4.1, App. B.2)
+    concept_layers: int = 2              # concept transformer depth (§4.1; Table 5 ablates 6, 10)
+    concept_norm: bool = True            # final norm after the concept layers (Pythia code: yes; GPT-2 code: no)
+    predictor: str = "codebook"          # codebook: S heads x N coefficients over codes (§2.3); linear: ContextLM
+    codebook_size: int = 64              # N codes per segment (§4.1; Table 16)
+    n_segments: int | None = None        # S segments; None = n_head (§4.1; Table 17)
+    code_transform: str = "mlp"          # SimVQ 2-layer MLP + ReLU (§4.1, App. E.3) | linear (GPT-2 code)
+    coefficients: str = "raw"            # raw head outputs (code; §2.3 calls them probabilities and logits) | softmax
+    fusion: str = "add"                  # h + c_hat (Pythia 'rawadd') | norm_add: ln_f(h) + ln_f(c_hat) (GPT-2 code)
+    ncp: bool = True                     # compute the NCP loss (§3; Table 4 ablates it)
+    ncp_reduction: str = "mean"          # mean over all elements (code) | norm: ||.||^2 per chunk, mean (§3 formula)
+    ncp_detach_target: bool = True       # stop-gradient on the NCP target (code; not in the §3 formula)
+    vq: bool = True                      # compute the VQ loss (§3; Table 4 ablates it)
+    vq_beta: float = 0.25                # commitment weight (not in the paper; library default)
+    vq_segment_reduction: str = "mean"   # over segments: mean (Pythia/Llama code) | sum (GPT-2 code)
+    vq_detach_input: bool = True         # quantise detached states (§3 text, Fig. 3, code) | attached (§3 formula)
+
+    def __post_init__(self):
+        super().__post_init__()
+        k, n_chunks = self.chunk_size, self.seq_len // max(self.chunk_size, 1)
+        if k < 1 or self.seq_len % k:
+            raise ValueError(f"model.chunk_size={k} does not divide model.seq_len={self.seq_len}; "
+                             "choose a chunk size that divides the sequence length")
+        if self.ncp and n_chunks < 2:
+            raise ValueError(f"model.seq_len={self.seq_len} holds {n_chunks} chunk of model.chunk_size={k}; "
+                             "NCP needs two: raise seq_len or lower chunk_size")
+        if not 0 <= self.insert_layer <= self.n_layer:
+            raise ValueError(f"model.insert_layer={self.insert_layer} is beyond model.n_layer={self.n_layer}; "
+                             f"choose 0..{self.n_layer} (0 = before the first layer)")
+        if self.concept_layers < 1:
+            raise ValueError(f"model.concept_layers={self.concept_layers}: use at least 1 concept layer")
+        if self.segments < 1 or self.d_model % self.segments:
+            raise ValueError(f"model.n_segments={self.segments} does not divide model.d_model={self.d_model}; "
+                             "choose S dividing d_model (default: n_head)")
+        if self.codebook_size < 2:
+            raise ValueError(f"model.codebook_size={self.codebook_size}: a codebook needs N >= 2 codes")
+        for key, allowed in CHOICES.items():
+            if getattr(self, key) not in allowed:
+                raise ValueError(f"model.{key}={getattr(self, key)!r}: use one of {list(allowed)}")
+        if self.vq and self.predictor != "codebook":
+            raise ValueError("model.vq=true needs model.predictor='codebook'; set vq: false for a linear predictor")
+        if self.vq_beta < 0:
+            raise ValueError(f"model.vq_beta={self.vq_beta} must be >= 0")
+
+    @property
+    def segments(self) -> int:
+        return self.n_segments or self.n_head
+
+
+def shift_broadcast(c_hat: torch.Tensor, k: int, length: int) -> torch.Tensor:
+    """Token-aligned concepts (§2.3, note 000 §2.4): (B, M, d) predictions -> (B, length, d).
+
+    Row j of ``c_hat`` predicts chunk j+1 from chunks <= j. Position t receives row
+    floor((t+1)/k) - 1, the prediction of chunk floor((t+1)/k); positions t < k - 1 get zeros. For
+    k = 4: positions 0-2 zero, 3-6 the prediction of chunk 1 (made from chunk 0, complete at t = 3),
+    7-10 that of chunk 2, ... The Pythia code's construction: prepend a zero row, repeat every row
+    k times, drop the first position.
+    """
+    rows = torch.cat([c_hat.new_zeros(c_hat.shape[0], 1, c_hat.shape[2]), c_hat], dim=1)
+    return rows.repeat_interleave(k, dim=1)[:, 1:length + 1]
+
+
+class ConceptLM(TokenLM):
+    """The token backbone (``TokenLM``: embedding, blocks, final norm, head) with the concept path."""
+
+    def __init__(self, cfg):
+        super().__init__(cfg)  # embedding, token layers (encoder + decoder), final norm, LM head
+        d, S, N = cfg.d_model, cfg.segments, cfg.codebook_size
+        rotary = make_rotary(cfg, stride=cfg.chunk_size)
+        self.concept_blocks = nn.ModuleList(make_block(cfg, rotary) for _ in range(cfg.concept_layers))
+        self.concept_norm = make_norm(cfg.norm, d, cfg.norm_eps, cfg.bias) if cfg.concept_norm else nn.Identity()
+        self.concept_head = nn.Linear(d, S * N if cfg.predictor == "codebook" else d, bias=cfg.bias)
+        self.quantizer = ProductVQ(d, S, N, cfg.code_transform) if cfg.predictor == "codebook" else None
+        for part in (self.concept_blocks, self.concept_norm, self.concept_head, self.quantizer):
+            if part is not None:
+                init_weights(part, cfg.init_std, cfg.concept_layers)
+
+    def concepts(self, x: torch.Tensor, codes: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Chunk states c (B, M, d) from encoder states x (B, T, d), M = T // k (§2.2), and the
+        predictions c_hat (B, M, d), row j predicting c_{j+1} from c_{<=j} (§2.3)."""
+        k = self.cfg.chunk_size
+        m = x.shape[1] // k
+        c = x[:, :m * k].unflatten(1, (m, k)).mean(2)
+        z = c
+        for block in self.concept_blocks:
+            z = block(z)
+        out = self.concept_head(self.concept_norm(z))
+        if codes is None:  # ContextLM: the head's output is the next-context embedding
+            return c, out
+        w = out.unflatten(-1, (self.cfg.segments, self.cfg.codebook_size))
+        if self.cfg.coefficients == "softmax":
+            w = w.softmax(-1)
+        return c, self.quantizer.combine(w, codes)
+
+    def fuse(self, x: torch.Tensor, concept: torch.Tensor) -> torch.Tensor:
+        if self.cfg.fusion == "norm_add":
+            return self.ln_f(x) + self.ln_f(concept)
+        return x + concept
+
+    def ncp_loss(self, c: torch.Tensor, c_hat: torch.Tensor) -> torch.Tensor:
+        """L_NCP between prediction j and chunk state j+1 (§3)."""
+        target = c[:, 1:].detach() if self.cfg.ncp_detach_target else c[:, 1:]
+        err = (c_hat[:, :-1] - target).pow(2)
+        return err.mean() if self.cfg.ncp_reduction == "mean" else err.sum(-1).mean()
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> dict:
+        """As ``TokenLM.forward``; with targets also the NCP / VQ losses that are on and, with a
+        codebook, its usage metrics (``models.quantizers.codebook_usage``)."""
+        cfg = self.cfg
+        x = self.embed(idx)
+        for block in self.blocks[:cfg.insert_layer]:
+            x = block(x)
+        codes = self.quantizer.codes() if self.quantizer is not None else None
+        c, c_hat = self.concepts(x, codes)
+        x = self.fuse(x, shift_broadcast(c_hat, cfg.chunk_size, idx.shape[1]))
+        for block in self.blocks[cfg.insert_layer:]:
+            x = block(x)
+        h = self.ln_f(x)
+        if targets is None:
+            return {"logits": self.lm_head(h)}
+        losses = {"ntp": linear_cross_entropy(h.flatten(0, 1), self.lm_head.weight, targets.flatten())}
+        if cfg.ncp:
+            losses["ncp"] = self.ncp_loss(c, c_hat)
+        if self.quantizer is None:
+            return {"losses": losses}
+        c_vq = c.detach() if cfg.vq_detach_input else c
+        index = self.quantizer.assign(c_vq, codes)
+        if cfg.vq:
+            losses["vq"] = self.quantizer.loss(c_vq, codes, index, cfg.vq_beta, cfg.vq_segment_reduction)
+        return {"losses": losses, "metrics": codebook_usage(index, cfg.codebook_size)}
+
+
+def concept_lm_flops_per_token(cfg) -> float:
+    """Token-LM FLOPs (``token_lm_flops_per_token``) plus 1/k of one chunk's concept-path FLOPs: the
+    concept layers on T/k positions (6 x block weights + 12 d T/k each), and the predictor -- S x N
+    coefficient heads (6 d S N), the weighted code sum (6 N d) and the nearest-neighbour distances
+    (2 N d, forward only) with a codebook, one d x d map (6 d^2) without. The code transform runs once
+    per step, not per token, and is left out; so are pooling and the fusion add."""
+    k, d, n = cfg.chunk_size, cfg.d_model, cfg.codebook_size
+    layers = cfg.concept_layers * (6.0 * block_matmul_params(cfg) + 12.0 * d * cfg.seq_len / k)
+    head = 6.0 * d * cfg.segments * n + 8.0 * n * d if cfg.predictor == "codebook" else 6.0 * d * d
+    return token_lm_flops_per_token(cfg) + (layers + head) / k

@@ -1,0 +1,59 @@
+"""Multi-token prediction (Gloeckle et al. 2024): ConceptLM's token-space baseline (arXiv 2602.08984
+§5.2, Table 4: "MTP", four future tokens on Pythia-160M).
+
+The backbone's layers are the shared trunk and its final norm + LM head the next-token head (the
+``ntp`` loss, and the only logits at inference, so the model stays strictly causal). Each further
+future token i = 2..``n_future`` has its own head: one backbone block on the trunk's output, then
+the shared final norm and (un)embedding, trained on token t + i. The ``mtp`` loss is the mean of
+their cross-entropies; the trainer weights it with ``train.loss_weights.mtp`` (default 1). With
+four future tokens this adds three blocks to the backbone (ConceptLM adds two concept layers on
+T/k positions); Table 4 does not say how its MTP heads were built.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from models.blocks import init_weights
+from models.losses import linear_cross_entropy
+from models.token_lm import TokenLM, block_matmul_params, make_block, make_rotary, token_lm_flops_per_token
+
+
+@dataclass(frozen=True)
+class MTPOptions:
+    """Mixed into a backbone config (``models.registry``)."""
+    n_future: int = 4  # tokens predicted at every position, the next one included (Table 4: 4)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.n_future < 2:
+            raise ValueError(f"model.n_future={self.n_future}: MTP predicts at least 2 future tokens")
+
+
+class MTPLM(TokenLM):
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        rotary = make_rotary(cfg)
+        self.future_blocks = nn.ModuleList(make_block(cfg, rotary) for _ in range(cfg.n_future - 1))
+        init_weights(self.future_blocks, cfg.init_std, cfg.n_layer + 1)
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> dict:
+        x = self.embed(idx)
+        for block in self.blocks:
+            x = block(x)
+        h = self.ln_f(x)
+        if targets is None:
+            return {"logits": self.lm_head(h)}
+        t, w = idx.shape[1], self.lm_head.weight
+        future = [linear_cross_entropy(self.ln_f(block(x))[:, :t - i].flatten(0, 1), w, targets[:, i:].flatten())
+                  for i, block in enumerate(self.future_blocks, start=1)]  # head i + 1 predicts targets[t + i]
+        return {"losses": {"ntp": linear_cross_entropy(h.flatten(0, 1), w, targets.flatten()),
+                           "mtp": torch.stack(future).mean()}}
+
+
+def mtp_flops_per_token(cfg) -> float:
+    """Token-LM FLOPs plus, per extra head, one block (6 x weights + 12 d T) and one unembedding (6 V d)."""
+    extra = 6.0 * block_matmul_params(cfg) + 12.0 * cfg.d_model * cfg.seq_len + 6.0 * cfg.vocab_size * cfg.d_model
+    return token_lm_flops_per_token(cfg) + (cfg.n_future - 1) * extra
