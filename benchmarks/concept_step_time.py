@@ -17,16 +17,12 @@ Writes ``results/benchmarks/concept_step_time.json``. Target (issue 4): ConceptL
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
-import platform
-import statistics
-import time
 from contextlib import nullcontext
 
 import torch
 
+from benchmarks.common import environment, interleaved_step_times, peak_rss_mib, summarize
 from common.io import atomic_write_json
-from common.provenance import git_state, library_versions
 from models.registry import build_model, flops_per_token
 
 TARGET = 0.92
@@ -40,7 +36,7 @@ def arm_config(name: str, a) -> dict:
     return {"arch": a.backbone, **shape}
 
 
-def build_arm(name: str, a, device: torch.device):
+def build_arm(name: str, a, device: torch.device = torch.device("cpu")):
     torch.manual_seed(0)
     model = build_model(arm_config(name, a), vocab_size=a.vocab, seq_len=a.seq).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -54,26 +50,6 @@ def build_arm(name: str, a, device: torch.device):
         opt.zero_grad(set_to_none=True)
 
     return model, step
-
-
-def _peak_rss_child(name, a, queue):
-    torch.set_num_threads(a.threads)
-    torch.set_flush_denormal(True)
-    _, step = build_arm(name, a, torch.device("cpu"))
-    x = torch.randint(0, a.vocab, (a.batch, a.seq + 1))
-    for _ in range(2):
-        step(x)
-    queue.put(next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM")) / 1024)
-
-
-def peak_rss_mib(name: str, a) -> float:
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=_peak_rss_child, args=(name, a, queue))
-    proc.start()
-    value = queue.get()
-    proc.join()
-    return value
 
 
 def main(argv=None) -> dict:
@@ -99,29 +75,14 @@ def main(argv=None) -> dict:
     names = ("base", "pm", "conceptlm")
     arms = {name: build_arm(name, a, device) for name in names}
     x = torch.randint(0, a.vocab, (a.batch, a.seq + 1), device=device)
-    times = {name: [] for name in names}
-    peak = {name: 0.0 for name in names}
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    for r in range(a.warmup + a.steps):
-        for name, (_, step) in arms.items():
-            if device.type == "cuda":
-                torch.cuda.reset_peak_memory_stats()
-            sync()
-            t0 = time.perf_counter()
-            step(x)
-            sync()
-            if r >= a.warmup:
-                times[name].append(time.perf_counter() - t0)
-            if device.type == "cuda":
-                peak[name] = max(peak[name], torch.cuda.max_memory_allocated() / 2**20)
+    times, peak = interleaved_step_times({name: step for name, (_, step) in arms.items()}, x, a.steps, a.warmup)
     if device.type == "cpu":
-        peak = {name: peak_rss_mib(name, a) for name in names}
+        peak = {name: peak_rss_mib(build_arm, name, a) for name in names}
     tokens = a.batch * a.seq
     result = {"benchmark": "concept_step_time", "config": vars(a), "device": str(device), "arms": {}}
     for name in names:
-        q1, med, q3 = statistics.quantiles(times[name], n=4)
         result["arms"][name] = {
-            "model": arm_config(name, a), "median_step_s": med, "iqr_step_s": [q1, q3], "tokens_per_s": tokens / med,
+            "model": arm_config(name, a), **summarize(times[name], tokens),
             "flops_per_token": flops_per_token(arm_config(name, a), vocab_size=a.vocab, seq_len=a.seq),
             "non_embedding_params": arms[name][0].num_params(),
             ("peak_cuda_mib" if device.type == "cuda" else "peak_rss_mib"): peak[name]}
@@ -132,10 +93,7 @@ def main(argv=None) -> dict:
                         for num, den in (("conceptlm", "pm"), ("conceptlm", "base"), ("pm", "base"))}
     result["target"] = {"conceptlm_over_pm_max": TARGET, "paper_table6": PAPER_RATIO,
                         "met": result["ratios"]["step_time_conceptlm_over_pm"] <= TARGET}
-    commit, dirty = git_state()
-    result["environment"] = {"git_commit": commit, "git_dirty": dirty, "versions": library_versions(),
-                             "cpu": platform.processor() or platform.machine(), "threads": a.threads,
-                             "gpu": torch.cuda.get_device_name() if device.type == "cuda" else None}
+    result["environment"] = environment(a.threads, device)
     atomic_write_json(a.out, result)
     mem_key = "peak_cuda_mib" if device.type == "cuda" else "peak_rss_mib"
     for name, r in arm.items():

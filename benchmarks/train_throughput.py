@@ -13,16 +13,11 @@ Writes ``results/benchmarks/train_throughput.json``. Target (issue 2): ours / HF
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
-import platform
-import statistics
-import time
-from pathlib import Path
 
 import torch
 
+from benchmarks.common import environment, interleaved_step_times, peak_rss_mib, summarize
 from common.io import atomic_write_json
-from common.provenance import git_state, library_versions
 
 
 def build_arm(name: str, a) -> tuple[torch.nn.Module, callable]:
@@ -51,28 +46,6 @@ def build_arm(name: str, a) -> tuple[torch.nn.Module, callable]:
     return model, step
 
 
-def _peak_rss_child(name, a, queue):
-    torch.set_num_threads(a.threads)
-    torch.set_flush_denormal(True)
-    _, step = build_arm(name, a)
-    x = torch.randint(0, a.vocab, (a.batch, a.seq + 1))
-    for _ in range(3):
-        step(x)
-    # VmHWM belongs to this exec'd image; ru_maxrss would inherit the parent's peak across fork+exec
-    hwm_kib = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM"))
-    queue.put(hwm_kib / 1024)
-
-
-def peak_rss_mib(name: str, a) -> float:
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=_peak_rss_child, args=(name, a, queue))
-    proc.start()
-    value = queue.get()
-    proc.join()
-    return value
-
-
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--d-model", type=int, default=128)
@@ -90,23 +63,13 @@ def main(argv=None) -> dict:
     torch.set_flush_denormal(True)
     arms = {name: build_arm(name, a)[1] for name in ("ours", "hf")}
     x = torch.randint(0, a.vocab, (a.batch, a.seq + 1))
-    times = {name: [] for name in arms}
-    for r in range(a.warmup + a.steps):
-        for name, step in arms.items():
-            t0 = time.perf_counter()
-            step(x)
-            if r >= a.warmup:
-                times[name].append(time.perf_counter() - t0)
-    tokens = a.batch * a.seq
+    times, _ = interleaved_step_times(arms, x, a.steps, a.warmup)
     result = {"benchmark": "train_throughput", "config": vars(a), "arms": {}}
-    for name, ts in times.items():
-        q1, med, q3 = statistics.quantiles(ts, n=4)
-        result["arms"][name] = {"median_step_s": med, "iqr_step_s": [q1, q3], "tokens_per_s": tokens / med,
-                                "peak_rss_mib": peak_rss_mib(name, a)}
+    for name in arms:
+        result["arms"][name] = {**summarize(times[name], a.batch * a.seq),
+                                "peak_rss_mib": peak_rss_mib(build_arm, name, a)}
     result["ratio_ours_over_hf"] = result["arms"]["ours"]["tokens_per_s"] / result["arms"]["hf"]["tokens_per_s"]
-    commit, dirty = git_state()
-    result["environment"] = {"git_commit": commit, "git_dirty": dirty, "versions": library_versions(),
-                             "cpu": platform.processor() or platform.machine(), "threads": a.threads}
+    result["environment"] = environment(a.threads, torch.device("cpu"))
     atomic_write_json(a.out, result)
     for name, arm in result["arms"].items():
         print(f"{name:5s} {arm['tokens_per_s']:9.0f} tok/s  step {arm['median_step_s'] * 1e3:6.1f} ms "

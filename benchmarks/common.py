@@ -1,0 +1,74 @@
+"""What every benchmark here shares: interleaved timing, per-arm peak memory, summaries, environment.
+
+Protocol: the arms run the same batch and alternate step by step (ABAB...), so machine noise hits
+all alike; the first ``warmup`` rounds are discarded; the median and inter-quartile range of the
+rest are reported. Peak memory: ``max_memory_allocated`` per arm on CUDA; on CPU, the peak RSS
+(VmHWM) of a fresh child process that builds the arm alone and runs a few steps.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import platform
+import statistics
+import time
+from typing import Callable
+
+import torch
+
+from common.provenance import git_state, library_versions
+
+
+def interleaved_step_times(steps: dict[str, Callable], x: torch.Tensor, rounds: int, warmup: int
+                           ) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """(seconds per timed step, peak CUDA MiB) for each arm; peaks are 0 on CPU."""
+    cuda = x.device.type == "cuda"
+    times = {name: [] for name in steps}
+    peak = {name: 0.0 for name in steps}
+    for r in range(warmup + rounds):
+        for name, step in steps.items():
+            if cuda:
+                torch.cuda.reset_peak_memory_stats()
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            step(x)
+            if cuda:
+                torch.cuda.synchronize()
+                peak[name] = max(peak[name], torch.cuda.max_memory_allocated() / 2**20)
+            if r >= warmup:
+                times[name].append(time.perf_counter() - t0)
+    return times, peak
+
+
+def summarize(times: list[float], tokens_per_step: int) -> dict:
+    q1, med, q3 = statistics.quantiles(times, n=4)
+    return {"median_step_s": med, "iqr_step_s": [q1, q3], "tokens_per_s": tokens_per_step / med}
+
+
+def _child(build: Callable, name: str, args, queue) -> None:
+    torch.set_num_threads(args.threads)
+    torch.set_flush_denormal(True)
+    step = build(name, args)[1]
+    x = torch.randint(0, args.vocab, (args.batch, args.seq + 1))
+    for _ in range(2):
+        step(x)
+    # VmHWM belongs to this exec'd image; ru_maxrss would inherit the parent's peak across fork+exec
+    queue.put(next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM")) / 1024)
+
+
+def peak_rss_mib(build: Callable, name: str, args) -> float:
+    """Peak RSS of a child that runs ``build(name, args) -> (model, step)`` for two steps on CPU.
+    ``build`` must be a module-level function (it is pickled by reference)."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_child, args=(build, name, args, queue))
+    proc.start()
+    value = queue.get()
+    proc.join()
+    return value
+
+
+def environment(threads: int, device: torch.device) -> dict:
+    commit, dirty = git_state()
+    return {"git_commit": commit, "git_dirty": dirty, "versions": library_versions(),
+            "cpu": platform.processor() or platform.machine(), "threads": threads,
+            "gpu": torch.cuda.get_device_name() if device.type == "cuda" else None}
