@@ -54,7 +54,9 @@ CHOICES = {"predictor": ("codebook", "linear"), "code_transform": ("mlp", "linea
 class ConceptOptions:
     """Concept-path fields, mixed into a backbone config (``models.registry``). Defaults: §4.1 and
     the Pythia code; the switch each field resolves is named beside it."""
-    backbone_defaults: ClassVar[dict] = {"gpt2": {"insert_layer": 0}}  # GPT-2 main setting L0 (§4.1, Table 14)
+    # GPT-2 main setting: L0 (§4.1, Table 14), fused as ln_f(h) + ln_f(c_hat) with no final norm after the
+    # concept layers, as the authors' GPT-2 code does (CODE_NOTES items 2, 11); plain add at L0 stalls training
+    backbone_defaults: ClassVar[dict] = {"gpt2": {"insert_layer": 0, "fusion": "norm_add", "concept_norm": False}}
 
     chunk_size: int = 4                  # k tokens per concept (§4.1; Table 18 ablates 2/4/8/16)
     insert_layer: int = 1                # encoder depth: Pythia/Llama first layer (§4.1, App. B.2)

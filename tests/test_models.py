@@ -61,7 +61,7 @@ def test_loss_decreases_on_a_fixed_batch(arch):
     x = torch.randint(0, 50, (4, 33))
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     losses = []
-    for _ in range(30):
+    for _ in range(60):
         loss = model(x[:, :-1], x[:, 1:])["losses"]["ntp"]
         losses.append(loss.item())
         loss.backward()
