@@ -141,6 +141,9 @@ class ConceptLM(TokenLM):
         predictions c_hat (B, M, d), row j predicting c_{j+1} from c_{<=j} (§2.3)."""
         k = self.cfg.chunk_size
         m = x.shape[1] // k
+        if m == 0:  # shorter than one chunk: no concept exists yet (positions < k - 1 get zeros)
+            empty = x.new_zeros(x.shape[0], 0, x.shape[2])
+            return empty, empty
         c = x[:, :m * k].unflatten(1, (m, k)).mean(2)
         z = c
         for block in self.concept_blocks:

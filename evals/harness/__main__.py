@@ -1,0 +1,88 @@
+"""Command line: evaluate one run on task suites and write its result JSON.
+
+    python -m evals.harness --run-dir results/runs/base_s/seed0 --tokenizer results/data/world/tokenizer.json \\
+        --tasks embedded --task-dir results/data/world/tasks --out results/runs/base_s/seed0/eval/embedded.json
+
+    # real tasks from local copies (offline cluster); skips cleanly when the data folder is absent
+    python -m evals.harness --run-dir ... --tokenizer ... --tasks local_zeroshot \\
+        --local-data evals/tasks/local_data.yaml --local-root ../shared/data --skip-missing-root \\
+        --out results/runs/base_s/seed0/eval/zeroshot_local.json
+
+Bad input (unknown task or suite, missing or malformed local data, a checkpoint of another model
+family, a tokenizer that does not fit) is one line on stderr and exit code 2, before any evaluation.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from common.errors import ReproError
+
+
+def _limit(text: str) -> float | int:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("--limit must be > 0 (a count, or a fraction below 1)")
+    return int(value) if value >= 1 else value
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m evals.harness", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    p.add_argument("--run-dir", required=True, help="run folder (its final/ checkpoint) or the final/ folder itself")
+    p.add_argument("--tokenizer", required=True, help="tokenizer.json of the run's corpus")
+    p.add_argument("--tasks", required=True, help="comma-separated suites (evals/tasks/suites.yaml) and/or lm-eval tasks")
+    p.add_argument("--out", required=True, help="result JSON; its stem is the eval name (e.g. eval/embedded.json)")
+    p.add_argument("--task-dir", action="append", default=[], help="folder of task YAMLs (repeatable), e.g. embedded tasks")
+    p.add_argument("--limit", type=_limit, help="documents per task (testing only; recorded in the result)")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--num-fewshot", type=int, help="override every task's n-shot")
+    p.add_argument("--local-data", help="local-data config (evals/tasks/local_data.yaml format)")
+    p.add_argument("--local-root", help="override the config's root folder")
+    p.add_argument("--skip-missing-root", action="store_true",
+                   help="exit 0 without writing anything when the local data root does not exist")
+    p.add_argument("--cache-dir", help="lm-eval request cache folder (the file name carries the checkpoint sha256)")
+    p.add_argument("--samples", help="per-sample log (default: <out stem>.samples.jsonl beside --out; .gz compresses)")
+    p.add_argument("--expect-arch", help="refuse a checkpoint of another model family (e.g. gpt2)")
+    p.add_argument("--rolling-context", type=int, default=1,
+                   help="context_len of rolling windows (1 = lm-eval's hf backend)")
+    p.add_argument("--bootstrap-iters", type=int, default=1000)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, help="torch threads")
+    p.add_argument("--offline", action="store_true", help="set HF_HUB_OFFLINE/HF_DATASETS_OFFLINE (automatic for "
+                                                          "embedded and local suites)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
+    try:
+        if a.local_data and a.skip_missing_root:
+            import yaml
+            root = a.local_root or (yaml.safe_load(Path(a.local_data).read_text()) or {}).get("root", ".")
+            if not Path(root).is_dir():
+                print(f"skipped: local data root {root} not found")
+                return 0
+        if a.threads:
+            import torch
+            torch.set_num_threads(a.threads)
+        from evals.harness.run import evaluate
+
+        r = evaluate(a.run_dir, a.tokenizer, a.tasks, a.out, task_dirs=a.task_dir, limit=a.limit,
+                     batch_size=a.batch_size, num_fewshot=a.num_fewshot, local_data=a.local_data,
+                     local_root=a.local_root, cache_dir=a.cache_dir, samples_path=a.samples,
+                     expect_arch=a.expect_arch, rolling_context_len=a.rolling_context,
+                     bootstrap_iters=a.bootstrap_iters, device=a.device, offline=True if a.offline else None)
+    except ReproError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    table = r["details"]["table_metrics"]
+    shown = {k: r["metrics"][k] for k in table} or {k: v for k, v in r["metrics"].items() if not k.endswith("_stderr")}
+    print(f"{r['experiment']} seed {r['seed']} -> {a.out}: " +
+          ", ".join(f"{k} {v:.4g}" if v is not None else f"{k} n/a" for k, v in shown.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""The entry point the workflow calls: result JSON in the project's schema with versions, n-shot,
+limit, seeds and a traceable sample log; bad input is one line on stderr and exit code 2 before any
+evaluation (and no result file)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from evals.harness.__main__ import main
+from evals.tasks.local_data import EXAMPLE_CONFIG
+
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "config" / "schemas" / "result.schema.json").read_text())
+
+
+def cli(world_run, embedded_dir, out, *extra):
+    return main(["--run-dir", str(world_run["run_dir"]), "--tokenizer", str(world_run["tokenizer"]),
+                 "--task-dir", str(embedded_dir), "--out", str(out), *extra])
+
+
+def test_result_json_is_complete_and_traceable(world_run, embedded_dir, tmp_path, capsys):
+    out = tmp_path / "world_tiny" / "seed0" / "eval" / "embedded.json"
+    assert cli(world_run, embedded_dir, out, "--tasks", "embedded", "--limit", "6", "--batch-size", "8") == 0
+    assert "embedded_cloze/acc" in capsys.readouterr().out
+    r = json.loads(out.read_text())
+    jsonschema.validate(r, SCHEMA)
+    assert (r["experiment"], r["seed"], r["eval"]) == ("world_tiny", 0, "embedded")
+    m, d = r["metrics"], r["details"]
+    for key in ("embedded_cloze/acc", "embedded_cloze/perplexity", "embedded_choice/acc", "embedded_choice/acc_norm",
+                "embedded_ppl/word_perplexity", "embedded_ppl/bits_per_byte", "embedded_ppl/ppl"):
+        assert isinstance(m[key], float), key
+    assert m["embedded_ppl/ppl"] == m["embedded_ppl/word_perplexity"]
+    assert d["table_metrics"]["embedded_ppl/ppl"]["metric"] == "word_perplexity"
+    assert d["harness"]["lm_eval"] == "0.4.13" and d["harness"]["model_info"]["adapter"] == "concept-repro"
+    assert d["limit"] == 6 and d["seeds"]["fewshot_random_seed"] == 1234 and d["batch_size"] == 8
+    for task in ("embedded_cloze", "embedded_choice", "embedded_ppl"):
+        t = d["tasks"][task]
+        assert t["version"] == 1.0 and t["n_shot"] == 0 and t["n_samples"]["effective"] == 6
+    assert r["provenance"]["checkpoint_sha256"] == d["harness"]["model_info"]["checkpoint_sha256"]
+    samples = [json.loads(x) for x in (out.parent / "embedded.samples.jsonl").read_text().splitlines()]
+    assert len(samples) == d["samples"]["n"] == 18
+    choice = [s for s in samples if s["task"] == "embedded_choice"]
+    assert sum(s["acc"] for s in choice) / len(choice) == pytest.approx(m["embedded_choice/acc"])
+    assert all(len(s["arguments"]) == 4 and len(s["resps"]) == 4 for s in choice)
+    from tables.results import load_results  # the tables builder reads it (and not the sample log)
+
+    loaded = load_results(tmp_path)
+    assert loaded[("world_tiny", "embedded", "embedded_choice/acc")].mean == m["embedded_choice/acc"]
+
+
+def test_request_cache_is_keyed_by_checkpoint(world_run, embedded_dir, tmp_path):
+    from evals.harness.run import evaluate
+
+    kw = dict(task_dirs=[embedded_dir], limit=4, cache_dir=tmp_path / "cache")
+    a = evaluate(world_run["run_dir"], world_run["tokenizer"], "embedded_cloze", tmp_path / "a.json", **kw)
+    b = evaluate(world_run["run_dir"], world_run["tokenizer"], "embedded_cloze", tmp_path / "b.json", **kw)
+    sha = a["provenance"]["checkpoint_sha256"]
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [Path(a["details"]["request_cache"]).name + "_rank0.db"]
+    assert sha[:16] in a["details"]["request_cache"]
+    assert b["details"]["harness"]["adapter_stats"]["forward_rows"] == 0  # every answer came from the cache
+    assert a["metrics"] == b["metrics"]
+
+
+def expect_error(capsys, code, needle, out):
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and "\n" not in err and needle in err, err
+    assert not Path(out).exists()
+
+
+def test_bad_input_fails_before_evaluation(world_run, harness_run, embedded_dir, tmp_path, capsys):
+    out = tmp_path / "eval" / "x.json"
+    expect_error(capsys, cli(world_run, embedded_dir, out, "--tasks", "embedded", "--expect-arch", "pythia"),
+                 "expected 'pythia'", out)
+    expect_error(capsys, cli(world_run, embedded_dir, out, "--tasks", "conceptlm_zeroshot,conceptlm_8b"),
+                 "0-shot and 25-shot", out)
+    bad_tok = main(["--run-dir", str(world_run["run_dir"]), "--tokenizer", str(harness_run["tokenizer"]),
+                    "--tasks", "embedded", "--task-dir", str(embedded_dir), "--out", str(out)])
+    expect_error(capsys, bad_tok, "tokenizer has 300 tokens", out)
+    hf_like = tmp_path / "hf_model"
+    hf_like.mkdir()
+    (hf_like / "config.json").write_text("{}")
+    expect_error(capsys, main(["--run-dir", str(hf_like), "--tokenizer", str(world_run["tokenizer"]), "--tasks",
+                               "embedded", "--task-dir", str(embedded_dir), "--out", str(out)]),
+                 "not a checkpoint of this suite", out)
+    other = tmp_path / "other_family" / "final"
+    shutil.copytree(world_run["final"], other)
+    manifest = json.loads((other / "manifest.json").read_text())
+    manifest["config"]["model"]["arch"] = "retired_family"
+    (other / "manifest.json").write_text(json.dumps(manifest))
+    expect_error(capsys, main(["--run-dir", str(other.parent), "--tokenizer", str(world_run["tokenizer"]), "--tasks",
+                               "embedded", "--task-dir", str(embedded_dir), "--out", str(out)]),
+                 "model family 'retired_family', which is not registered", out)
+    (tmp_path / "local.yaml").write_text(f"root: {tmp_path}\ntasks:\n  piqa: {{path: missing.jsonl}}\n")
+    expect_error(capsys, cli(world_run, embedded_dir, out, "--tasks", "piqa", "--local-data", str(tmp_path / "local.yaml")),
+                 "missing.jsonl: local data file for piqa not found", out)
+
+
+def test_unknown_task_names_the_nearest(world_run, embedded_dir, tmp_path, capsys):
+    out = tmp_path / "x.json"
+    expect_error(capsys, cli(world_run, embedded_dir, out, "--tasks", "embeded_cloze"), "unknown task 'embeded_cloze'", out)
+
+
+def test_local_verification_skips_without_its_data(world_run, embedded_dir, tmp_path, capsys):
+    out = tmp_path / "x.json"
+    assert cli(world_run, embedded_dir, out, "--tasks", "local_zeroshot", "--local-data", str(EXAMPLE_CONFIG),
+               "--local-root", str(tmp_path / "absent"), "--skip-missing-root") == 0
+    assert "skipped" in capsys.readouterr().out and not out.exists()
