@@ -23,6 +23,6 @@ include: "workflows/tables.smk"
 rule all:
     default_target: True
     input:
-        ppl_results(),
+        eval_results(),
         "results/tables/index.json",
         "results/report/report.html",

@@ -49,6 +49,9 @@ def test_dag_produces_results_tables_and_report(workdir):
         m = result["metrics"]
         assert m["test/oracle_ppl"] < m["test/ppl"] < m["test/unigram_ppl"]
         assert result["provenance"]["checkpoint_sha256"]
+        embedded = json.loads((workdir / f"results/runs/{exp}/seed0/eval/embedded.json").read_text())
+        assert 0.0 <= embedded["metrics"]["embedded_choice/acc"] <= 1.0
+        assert (workdir / f"results/runs/{exp}/seed0/eval/embedded.samples.jsonl").stat().st_size > 0
     assert (workdir / "results/tables/index.json").is_file()
     assert "oracle" in (workdir / "results/report/report.md").read_text().lower()
     assert (workdir / "results/report/report.html").stat().st_size > 1000

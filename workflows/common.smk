@@ -28,8 +28,9 @@ def runs():
     return [(e, s) for e, exp in EXPERIMENTS.items() for s in exp["seeds"]]
 
 
-def ppl_results():
-    return [f"results/runs/{e}/seed{s}/eval/ppl.json" for e, s in runs()]
+def eval_results():
+    """Every result JSON of the profile: perplexity and embedded downstream tasks per run."""
+    return [f"results/runs/{e}/seed{s}/eval/{name}.json" for e, s in runs() for name in ("ppl", "embedded")]
 
 
 def data_settings_json():

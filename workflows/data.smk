@@ -66,3 +66,29 @@ rule tokenize:
     shell:
         "{params.cli} tokenize --settings {input.settings} --corpus {params.corpus}"
         " --tokenizer {input.tokenizer} --out {params.out} > {log} 2>&1"
+
+
+rule embedded_tasks:
+    input:
+        settings=f"{DATA}/settings.json",
+        corpus=f"{DATA}/corpus/manifest.json",
+    output:
+        multiext(
+            f"{DATA}/tasks/",
+            "embedded_cloze.yaml",
+            "embedded_cloze.jsonl",
+            "embedded_choice.yaml",
+            "embedded_choice.jsonl",
+            "embedded_ppl.yaml",
+            "embedded_ppl.jsonl",
+            "manifest.json",
+        ),
+    params:
+        python=sys.executable,
+        out=folder_of_output,
+    log:
+        f"{DATA}/logs/embedded_tasks.log",
+    conda:
+        ENV
+    shell:
+        "{params.python} -m evals.tasks.embedded --settings {input.settings} --out {params.out} > {log} 2>&1"

@@ -3,7 +3,7 @@
 
 rule tables:
     input:
-        ppl_results(),
+        eval_results(),
     output:
         "results/tables/index.json",
     params:
