@@ -14,7 +14,7 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: reproduce test bench lint dry-run clean
+.PHONY: reproduce test bench lint verify-local clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,15 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.train_throughput
+	$(BIN)/python -m benchmarks.concept_step_time
+	$(BIN)/python -m benchmarks.lmeval_throughput
+
+# lm-eval on local copies of real tasks (../shared/data); needs a trained run from `make reproduce`
+RUN_DIR ?= results/runs/base_s/seed0
+verify-local: $(STAMP)
+	$(BIN)/python -m evals.harness --run-dir $(RUN_DIR) --tokenizer results/data/world/tokenizer.json \
+	  --tasks local_zeroshot --local-data evals/tasks/local_data.yaml --skip-missing-root \
+	  --out $(RUN_DIR)/eval/zeroshot_local.json
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint --configfile $(PROFILE)
