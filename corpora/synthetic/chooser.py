@@ -19,6 +19,7 @@ non-letter.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from typing import Any, Callable, Iterator, Sequence
 
 from corpora.synthetic.render import MARK
@@ -93,7 +94,7 @@ def check_distinguishable(plains: Sequence[str], open_word: bool) -> None:
                 raise AssertionError(f"ambiguous choice: {a!r} vs {b!r}")
 
 
-class Chooser:
+class Chooser(ABC):
     """Base: accumulates the log-probability; subclasses decide which option is picked."""
 
     def __init__(self):
@@ -122,11 +123,13 @@ class Chooser:
         """Text that follows with probability one."""
         self._put(surface, surface.replace(MARK, ""), False)
 
+    @abstractmethod
     def _select(self, plains, logps, open_word) -> int:
-        raise NotImplementedError
+        """Index of the option taken: sampled, read back from the text, or fixed by enumeration."""
 
+    @abstractmethod
     def _put(self, surface: str, plain: str, word_ends: bool) -> None:
-        raise NotImplementedError
+        """Consume the taken option's text: write it, or check it against the text being scored."""
 
 
 class Writer(Chooser):
