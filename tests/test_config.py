@@ -28,7 +28,10 @@ def test_default_profile_is_valid_and_resolves():
     exps = resolve(config)
     assert exps["pm_s"]["model"]["n_layer"] == exps["base_s"]["model"]["n_layer"] + 2
     assert exps["pm_m"]["model"]["d_model"] == 160  # inherited from its base
-    assert run_config(config, "pm_m", 0)["seed"] == 0
+    run = run_config(config, "pm_m", 0)
+    assert run["seed"] == 0
+    assert run["model"]["n_layer"] == 6 and run["model"]["mlp_ratio"] == 4  # registry defaults written out
+    assert run_config(config, "conceptlm_s", 0)["model"]["fusion"] == "norm_add"  # GPT-2 backbone default
 
 
 def _error(config) -> str:

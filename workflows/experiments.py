@@ -11,6 +11,7 @@ sequence length, synthetic-world fields). Every error is one line naming the key
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 
 import jsonschema
@@ -174,6 +175,17 @@ def _check_corpus(corpus: dict, source: str) -> None:
                                   "fix the path (relative paths start at the repository root)")
 
 
+def explicit_model(model: dict) -> dict:
+    """The model settings with every default of the registry's config written out, so that a
+    default changed in code changes the run's config hash (and Snakemake re-runs it)."""
+    from models.registry import model_config
+
+    fields = {k: v for k, v in model.items() if k != "seq_len"}
+    _, typed = model_config(fields, vocab_size=257, seq_len=model["seq_len"])  # vocab comes from the data
+    return {"arch": model["arch"], **{f.name: getattr(typed, f.name) for f in dataclasses.fields(typed)
+                                      if f.name != "vocab_size"}}
+
+
 def run_config(config: dict, exp_id: str, seed: int) -> dict:
     """The full settings of one training run: what its config hash covers."""
     experiments = resolve(config)
@@ -181,4 +193,4 @@ def run_config(config: dict, exp_id: str, seed: int) -> dict:
         raise ConfigError(f"unknown experiment {exp_id!r}; the profile defines {sorted(experiments)}")
     exp = experiments[exp_id]
     return {"id": exp_id, "seed": seed, "corpus": config["corpus"], "tokenizer": config["tokenizer"],
-            **{s: exp[s] for s in SECTIONS}}
+            **{s: exp[s] for s in SECTIONS}, "model": explicit_model(exp["model"])}
