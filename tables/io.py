@@ -1,24 +1,16 @@
-"""Atomic file writes: a temporary file in the target folder, then ``os.replace``."""
+"""Atomic file writes for tables and reports, through the suite's one implementation
+(``common.io``: temporary file in the target folder, fsync, ``os.replace``, usual permissions)."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
+
+from common.io import atomic_write_bytes
 
 
 def write_atomic(path: Path, data: str | bytes) -> Path:
     """Write ``data`` to ``path`` so readers see the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = data.encode() if isinstance(data, str) else data
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(payload)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, data.encode() if isinstance(data, str) else data)
     return path
 
 
