@@ -35,7 +35,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.lmeval_throughput
 
 # lm-eval on local copies of real tasks (../shared/data); needs a trained run from `make reproduce`
-RUN_DIR ?= results/runs/base_s/seed0
+RUN_DIR ?= results/runs/base_gpt2_s/seed0
 verify-local: $(STAMP)
 	$(BIN)/python -m evals.harness --run-dir $(RUN_DIR) --tokenizer results/data/world/tokenizer.json \
 	  --tasks local_zeroshot --local-data evals/tasks/local_data.yaml --skip-missing-root \

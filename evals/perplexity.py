@@ -21,8 +21,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from common.io import atomic_write_json, config_hash, sha256_file
-from common.provenance import provenance
+from common.io import atomic_write_json, sha256_file
+from evals.result import result_record
 from models.registry import build_model
 from trainer.checkpoint import CheckpointError, load_model_weights
 from trainer.data import open_split, read_manifest, sequential_windows
@@ -57,7 +57,8 @@ def stream_nll(model: torch.nn.Module, tokens: np.ndarray, seq_len: int, batch_s
             starts = [s for s, n in group if n == length]
             block = torch.from_numpy(np.stack([np.asarray(tokens[s:s + length + 1], dtype=np.int64) for s in starts]))
             logits = model(block[:, :-1])["logits"]
-            total += F.cross_entropy(logits.flatten(0, 1).double(), block[:, 1:].flatten(), reduction="sum").item()
+            per_token = F.cross_entropy(logits.flatten(0, 1), block[:, 1:].flatten(), reduction="none")
+            total += per_token.double().sum().item()  # fp32 per token, summed in fp64: batching-independent
             count += block[:, 1:].numel()
     return total, count
 
@@ -76,7 +77,7 @@ def evaluate_perplexity(final_dir: Path, tokens_dir: Path, out_path: Path, batch
     train_tokens = open_split(tokens_dir, "train")
     seq_len = manifest["config"]["model"]["seq_len"]
     metrics = {"model/params": manifest["non_embedding_params"], "model/flops_per_token": manifest["flops_per_token"],
-               "train/tokens": manifest["tokens"]}
+               "model/seq_len": seq_len, "train/tokens": manifest["tokens"]}
     details = {"window": f"disjoint windows of {seq_len} tokens", "batch_size": batch_size}
     for split in splits:
         tokens = open_split(tokens_dir, split)
@@ -86,10 +87,6 @@ def evaluate_perplexity(final_dir: Path, tokens_dir: Path, out_path: Path, batch
                         f"{split}/oracle_ppl": math.exp(oracle / n) if oracle is not None else None,
                         f"{split}/unigram_ppl": math.exp(unigram_nll(train_tokens, tokens, manifest["vocab_size"]) / n)})
         details[f"{split}/tokens"] = n
-    run_cfg = manifest["config"]
-    result = {"schema_version": 1, "experiment": run_cfg["id"], "seed": run_cfg["seed"], "eval": Path(out_path).stem,
-              "metrics": metrics, "details": details, "config": run_cfg,
-              "provenance": provenance(config_hash=config_hash(run_cfg), checkpoint_sha256=manifest["model_sha256"],
-                                       seed=run_cfg["seed"], wall_time_s=time.perf_counter() - t0)}
+    result = result_record(manifest, out_path, metrics, details, t0)
     atomic_write_json(out_path, result)
     return result

@@ -50,13 +50,27 @@ class _LinearCrossEntropy(torch.autograd.Function):
         return grad_h * scale.to(grad_h.dtype), grad_w * scale.to(grad_w.dtype), None
 
 
-@torch.compiler.disable  # hand-written kernel: torch.compile traces the model around it, not through it
 def linear_cross_entropy(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy of ``softmax(h @ weight.T)`` against ``targets``.
 
     h: (N, d) final hidden states; weight: (V, d) LM head; targets: (N,) int64 ids in [0, V).
     Without autograd (evaluation) no gradient work is done.
     """
+    return _KERNEL(h, weight, targets)
+
+
+def _kernel(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     if torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad):
         return _LinearCrossEntropy.apply(h, weight, targets)
     return _chunked_loss_and_grads(h, weight, targets, with_grads=False)[0]
+
+
+_KERNEL = _kernel
+
+
+def opaque_to_compile() -> None:
+    """Make torch.compile trace the models around the hand-written kernel, not through it. Called by
+    the trainer before it compiles; not at import, because marking imports torch._dynamo (~1.3 s),
+    which every evaluation process would otherwise pay."""
+    global _KERNEL
+    _KERNEL = torch.compiler.disable(_kernel)

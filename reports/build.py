@@ -13,11 +13,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from tables.io import write_atomic
-from tables.results import load_results
+from tables.reported import ReportedCell, load_reported
+from tables.results import Metric, Reproduced, load_results
+from tables.specs import load_specs
 
-from .curves import plot_curves, read_curves
+from .codebook import codebook_usage
+from .curves import Curve, plot_curves, read_curves
 from .document import Block, Bullets, Figure, Heading, Paragraph, Table, to_html, to_markdown
 from .figures import analogue, load_figure_specs, scatter
+from .iso_ppl import iso_ppl
 
 TITLE = "Reproduction report: ConceptLM, NCM, DLCM"
 READING = [
@@ -78,8 +82,18 @@ def _audit_blocks(audit: dict, paper: str) -> list[Block]:
     return blocks
 
 
-def _curve_blocks(runs: Path, figures: _Figures) -> list[Block]:
-    curves = read_curves(runs)
+def _analogue_blocks(spec: dict, runs: Path, results: dict[Metric, Reproduced], curves: dict[str, list[Curve]],
+                     reported: dict[tuple[str, str, str], ReportedCell], figures: _Figures) -> list[Block]:
+    """One entry of figures.yaml, drawn by its kind."""
+    if spec["kind"] == "iso_ppl":
+        image, caption, table = iso_ppl(spec, results, curves, reported)
+        return [figures.block(spec["id"], image, caption)] + ([Paragraph("Iso-PPL readings:"), table] if table else [])
+    if spec["kind"] == "codebook_usage":
+        return [figures.block(spec["id"], *codebook_usage(spec, runs))]
+    return [figures.block(spec["id"], *analogue(spec, results))]
+
+
+def _curve_blocks(runs: Path, curves: dict[str, list[Curve]], figures: _Figures) -> list[Block]:
     blocks: list[Block] = [Heading(2, "Training curves")]
     if not curves:
         return blocks + [Paragraph(f"No training logs found under {runs}/*/seed*/train/metrics.jsonl.")]
@@ -104,8 +118,9 @@ def build_report(runs: Path, tables: Path, out: Path) -> list[Block]:
     else:
         index = json.loads(index_path.read_text())
     audit = json.loads((tables / "audit.json").read_text()) if (tables / "audit.json").exists() else None
-    results = load_results(runs)
+    results, curves = load_results(runs), read_curves(runs)
     analogues = load_figure_specs()
+    reported = {paper.paper: paper.cells for paper in load_reported(load_specs()).values()}
     for position, paper in enumerate(index["papers"]):
         info = index["paper_info"].get(paper)
         heading = f"{info['title']} (arXiv {info['arxiv']})" if info else "Embedded profile (our own tables)"
@@ -114,11 +129,12 @@ def build_report(runs: Path, tables: Path, out: Path) -> list[Block]:
             table = json.loads((tables / paper / f"{entry['table']}.json").read_text())
             blocks += _table_blocks(table, figures, 3)
         for spec in (spec for spec in analogues if spec["paper"] == paper):
-            blocks += [Heading(3, spec["title"]), figures.block(spec["id"], *analogue(spec, results))]
+            blocks += [Heading(3, spec["title"]),
+                       *_analogue_blocks(spec, runs, results, curves, reported.get(paper, {}), figures)]
         if audit:
             blocks += _audit_blocks(audit, paper)
         if position == 0:
-            blocks += _curve_blocks(runs, figures)
+            blocks += _curve_blocks(runs, curves, figures)
     write_atomic(out / "report.md", to_markdown(blocks))
     write_atomic(out / "report.html", to_html(blocks, TITLE))
     return blocks

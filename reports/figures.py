@@ -1,5 +1,8 @@
 """Figures built from whatever results exist: reproduced-vs-reported scatter per table and figure analogues.
 
+``figures.yaml`` entries of the default kind are drawn here; kinds ``iso_ppl``
+and ``codebook_usage`` by :mod:`reports.iso_ppl` and :mod:`reports.codebook`.
+
 Nothing here fails for lack of data: each function returns ``None`` for the
 figure and a sentence naming what is missing.
 """
@@ -39,9 +42,11 @@ def scatter(table: dict) -> tuple[bytes | None, str]:
 
 
 def load_figure_specs(path: Path = FIGURES) -> list[dict]:
+    """The entries of ``figures.yaml``; the default kind (no ``kind``) is set to ``analogue``."""
     specs = load_yaml(path, schema(str(path.with_name("figures.schema.json"))))
     for position, spec in enumerate(specs):
-        for series in spec["series"]:
+        spec.setdefault("kind", "analogue")
+        for series in spec["series"] if spec["kind"] == "analogue" else []:
             fixed = "x_values" in series
             if fixed == ("key" in spec["x"]):
                 raise DataError(path, None, f"{position}.series", "give either x: {eval, key} or x_values per series")
@@ -51,7 +56,7 @@ def load_figure_specs(path: Path = FIGURES) -> list[dict]:
 
 
 def analogue(spec: dict, results: dict[Metric, Reproduced]) -> tuple[bytes | None, str]:
-    """One figure analogue: y against x for each series, with the experiments that have no results named."""
+    """One figure analogue: y (or y / x with ``per_x``) against x for each series, naming experiments without results."""
     def metric(experiment: str, axis: dict) -> Reproduced | None:
         return results.get((experiment, axis["eval"], axis["key"]))
 
@@ -66,7 +71,8 @@ def analogue(spec: dict, results: dict[Metric, Reproduced]) -> tuple[bytes | Non
             if y is None or x_value is None:
                 missing.append(experiment)
             else:
-                points.append((x_value, y.mean, y.std or 0.0))
+                scale = x_value if spec["y"].get("per_x") else 1.0
+                points.append((x_value, y.mean / scale, (y.std or 0.0) / scale))
         if points:
             points.sort()
             axes.errorbar(*zip(*points), fmt="o-", color=f"C{index}", label=series["label"], capsize=3)

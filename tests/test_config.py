@@ -19,6 +19,9 @@ def profile(tmp_path) -> dict:
     config = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
     config["corpus"] = {"id": "local", "source": "local",
                         "local": {s: str(tmp_path / f"{s}.jsonl") for s in ("train", "valid", "test")}}
+    for entry in config["experiments"]:  # the embedded tasks need the synthetic world
+        if "evals" in entry:
+            entry["evals"] = [e for e in entry["evals"] if e != "embedded"]
     return config
 
 
@@ -26,12 +29,19 @@ def test_default_profile_is_valid_and_resolves():
     config = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
     validate(config)
     exps = resolve(config)
-    assert exps["pm_s"]["model"]["n_layer"] == exps["base_s"]["model"]["n_layer"] + 2
-    assert exps["pm_m"]["model"]["d_model"] == 160  # inherited from its base
-    run = run_config(config, "pm_m", 0)
+    assert exps["pm_gpt2_s"]["model"]["n_layer"] == exps["base_gpt2_s"]["model"]["n_layer"] + 2
+    assert exps["pm_gpt2_m"]["model"]["d_model"] == 96  # inherited from its base
+    run = run_config(config, "pm_gpt2_m", 0)
     assert run["seed"] == 0
     assert run["model"]["n_layer"] == 6 and run["model"]["mlp_ratio"] == 4  # registry defaults written out
-    assert run_config(config, "conceptlm_s", 0)["model"]["fusion"] == "norm_add"  # GPT-2 backbone default
+    assert run_config(config, "conceptlm_gpt2_s", 0)["model"]["fusion"] == "norm_add"  # GPT-2 backbone default
+    assert run_config(config, "conceptlm_pythia_s", 0)["model"]["insert_layer"] == 1  # Pythia: L1 (§4.1)
+    # sweeps expand to one experiment per value; seeds stay with their entry, evals are inherited
+    assert [exps[f"conceptlm_pythia_s_n{n}"]["model"]["codebook_size"] for n in (8, 256)] == [8, 256]
+    assert exps["conceptlm_pythia_s"]["seeds"] == [0, 1, 2] and exps["conceptlm_pythia_s_k2"]["seeds"] == [0]
+    assert exps["contextlm_gpt2_xs"]["evals"] == ["ppl", "embedded"]
+    len64 = exps["pm_pythia_s_len4th"]
+    assert (len64["model"]["seq_len"], len64["train"]["batch_size"], len64["model"]["n_layer"]) == (64, 32, 6)
 
 
 def _error(config) -> str:
@@ -47,14 +57,18 @@ def test_unknown_key(profile):
     assert "defaults.train: unknown key 'learning_rate'" in _error(profile)
 
 
+def _entry(profile, exp_id) -> dict:
+    return next(e for e in profile["experiments"] if e["id"] == exp_id)
+
+
 def test_unknown_override_key(profile):
-    profile["experiments"][1]["overrides"]["model.n_layers"] = 3
-    assert "experiments[pm_s]" in (m := _error(profile)) and "'n_layers'" in m
+    _entry(profile, "pm_gpt2_s")["overrides"]["model.n_layers"] = 3
+    assert "experiments[pm_gpt2_s]" in (m := _error(profile)) and "'n_layers'" in m
 
 
 def test_heads_must_divide_width(profile):
     profile["experiments"][0]["overrides"] = {"model.n_head": 5}
-    assert "model.d_model=128 is not divisible by model.n_head=5" in _error(profile)
+    assert "model.d_model=64 is not divisible by model.n_head=5" in _error(profile)
 
 
 def test_vocabulary_smaller_than_bytes(profile):
@@ -88,7 +102,8 @@ def test_missing_corpus_file(profile, tmp_path):
 
 def test_batch_must_split_into_micro_batches(profile):
     profile["defaults"]["train"]["micro_batch_size"] = 5
-    assert "train.batch_size=16 is not a multiple of train.micro_batch_size=5" in _error(profile)
+    profile["experiments"] = profile["experiments"][:1]
+    assert "train.batch_size=8 is not a multiple of train.micro_batch_size=5" in _error(profile)
 
 
 def test_base_problems(profile):
@@ -96,10 +111,10 @@ def test_base_problems(profile):
     bad["experiments"][1]["base"] = "nope"
     assert "base 'nope' is not an experiment id" in _error(bad)
     bad = copy.deepcopy(profile)
-    bad["experiments"][0]["base"] = "pm_s"
+    bad["experiments"][0]["base"] = "pm_gpt2_xs"
     assert "is a cycle" in _error(bad)
     bad = copy.deepcopy(profile)
-    bad["experiments"].append({"id": "base_s"})
+    bad["experiments"].append({"id": "base_gpt2_s"})
     assert "appears twice" in _error(bad)
 
 
@@ -108,9 +123,84 @@ def test_unknown_experiment_id(profile):
         run_config(profile, "base_xl", 0)
 
 
-def test_full_scale_profiles_are_valid():
+def test_every_profile_is_valid():
+    from workflows.experiments import load_profile
+
     for path in sorted((ROOT / "config").glob("*.yaml")):
-        config = yaml.safe_load(path.read_text())
-        if config["corpus"]["source"] == "local":
+        if yaml.safe_load(path.read_text()).get("corpus", {}).get("source") == "local":
             continue  # points at the user's files
-        validate(config, path.name)
+        load_profile(path)
+
+
+def test_sweep_problems(profile):
+    sweep = {"id": "c_n{model.codebook_size}", "base": "conceptlm_pythia_s", "evals": ["ppl"]}
+    bad = copy.deepcopy(profile)
+    bad["experiments"].append({**sweep, "sweep": {"model.codebook_size": [8, 16], "model.chunk_size": [2]}})
+    assert "sweep lists have lengths [1, 2]" in _error(bad)
+    bad = copy.deepcopy(profile)
+    bad["experiments"].append({**sweep, "id": "c_n", "sweep": {"model.codebook_size": [8, 16]}})
+    assert "{key} placeholders of sweep keys" in _error(bad)
+    bad = copy.deepcopy(profile)
+    bad["experiments"].append({**sweep, "id": "c_{model.n_layer}"})
+    assert "placeholders need a sweep" in _error(bad)
+    bad = copy.deepcopy(profile)
+    bad["experiments"].append({**sweep, "sweep": {"model.codebook_size": [1]}})
+    assert "experiments[c_n1]" in (m := _error(bad)) and "codebook_size" in m
+    bad = copy.deepcopy(profile)
+    bad["experiments"].append({**sweep, "sweep": {"model.codebook_size": [8, 64]}})
+    bad["experiments"].append({"id": "c_n64", "base": "conceptlm_pythia_s"})
+    assert "'c_n64' appears twice" in _error(bad)
+
+
+def test_codebook_eval_needs_a_codebook(profile):
+    _entry(profile, "base_gpt2_s")["evals"] = ["ppl", "codebook"]
+    assert "evals: codebook" in (m := _error(profile)) and "model.arch=gpt2 has no codebook" in m
+
+
+def test_changing_evals_does_not_change_the_run_settings(profile):
+    before = run_config(profile, "conceptlm_pythia_s", 0)
+    _entry(profile, "conceptlm_pythia_s")["evals"] = ["ppl"]
+    assert run_config(profile, "conceptlm_pythia_s", 0) == before
+
+
+def test_embedded_tasks_need_the_synthetic_world(profile):
+    _entry(profile, "base_gpt2_s")["evals"] = ["ppl", "embedded"]
+    assert "embedded tasks are built from the synthetic world" in _error(profile)
+
+
+def test_relative_overrides_add_to_the_inherited_value(profile):
+    exps = resolve(profile)
+    assert exps["pm_pythia_s_plus10"]["model"]["n_layer"] == exps["base_pythia_s"]["model"]["n_layer"] + 10
+    assert exps["pm_pythia_s_len4th"]["model"]["n_layer"] == exps["base_pythia_s"]["model"]["n_layer"] + 2
+    _entry(profile, "pm_gpt2_s")["overrides"]["train.lr"] = "+1"
+    assert "experiments[pm_gpt2_s].overrides: train.lr: '+1' is relative" in _error(profile)
+
+
+def test_a_profile_extends_another_by_merging(tmp_path):
+    from workflows.experiments import load_profile
+
+    (tmp_path / "child.yaml").write_text(yaml.safe_dump({
+        "extends": str(ROOT / "config" / "default.yaml"), "profile": "child",
+        "defaults": {"train": {"steps": 7}},
+        "experiments": [{"id": "base_gpt2_xs", "overrides": {"model.d_model": 32, "model.n_head": 2}},
+                        {"id": "extra", "base": "base_gpt2_xs"}]}))
+    config = load_profile(tmp_path / "child.yaml")
+    exps = resolve(config)
+    assert config["profile"] == "child" and config["defaults"]["train"]["lr"] == 3.0e-3  # merged, not replaced
+    assert exps["pm_gpt2_xs"]["model"]["d_model"] == 32 and exps["pm_gpt2_xs"]["train"]["steps"] == 7
+    assert exps["extra"]["model"]["n_head"] == 2 and exps["base_gpt2_xs"]["evals"] == ["ppl"]  # entry replaced
+    (tmp_path / "loop.yaml").write_text("extends: loop.yaml\n")
+    with pytest.raises(ConfigError, match="extends chain returns to loop.yaml"):
+        load_profile(tmp_path / "loop.yaml")
+
+
+def test_small_profile_keeps_the_grid_at_its_own_sizes():
+    from workflows.experiments import load_profile
+
+    embedded, small = resolve(load_profile(ROOT / "config" / "default.yaml")), resolve(load_profile(ROOT / "config" / "small.yaml"))
+    assert set(small) == set(embedded)  # same ids: the same table specs and figures read both
+    assert all("embedded" not in e["evals"] for e in small.values())
+    assert small["pm_pythia_s_plus10"]["model"]["n_layer"] == small["base_pythia_s"]["model"]["n_layer"] + 10 == 18
+    s = small["conceptlm_pythia_s"]["model"]
+    assert small["conceptlm_pythia_s_seg4h"]["model"]["n_segments"] == 4 * s["n_head"]
+    assert small["conceptlm_pythia_s_len4th"]["model"]["seq_len"] * 4 == s["seq_len"]

@@ -54,6 +54,23 @@ def test_fused_linear_cross_entropy_equals_autograd():
     torch.testing.assert_close(w.grad, w2.grad)
 
 
+def test_compiled_model_runs_around_the_fused_kernel():
+    """The trainer marks the kernel opaque before torch.compile (models.losses.opaque_to_compile);
+    the compiled forward must give the eager loss (backend 'eager': tracing only, no C++ build)."""
+    from models import losses
+
+    torch.manual_seed(0)
+    model = build_model({"arch": "gpt2", **SMALL}, vocab_size=61, seq_len=16)
+    x, y = torch.randint(0, 61, (2, 16)), torch.randint(0, 61, (2, 16))
+    eager = model(x, y)["losses"]["ntp"]
+    losses.opaque_to_compile()
+    try:
+        compiled = torch.compile(model, backend="eager")(x, y)["losses"]["ntp"]
+    finally:
+        losses._KERNEL = losses._kernel
+    torch.testing.assert_close(compiled, eager)
+
+
 @pytest.mark.parametrize("arch", sorted(REGISTRY))
 def test_loss_decreases_on_a_fixed_batch(arch):
     torch.manual_seed(0)

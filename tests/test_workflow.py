@@ -22,8 +22,10 @@ def micro_profile() -> dict:
     config["defaults"]["model"].update(seq_len=64, d_model=32, n_layer=1, n_head=2)
     config["defaults"]["train"].update(steps=80, batch_size=8, micro_batch_size=8, warmup_steps=4,
                                        log_interval=10, eval_interval=40, checkpoint_interval=40)
-    config["experiments"] = [{"id": "base_s", "seeds": [0]},
-                             {"id": "pm_s", "base": "base_s", "overrides": {"model.n_layer": 3}}]
+    config["experiments"] = [{"id": "base_s", "seeds": [0], "evals": ["ppl", "embedded"]},
+                             {"id": "pm_s", "base": "base_s", "overrides": {"model.n_layer": 3}},
+                             {"id": "concept_k{model.chunk_size}", "base": "base_s", "sweep": {"model.chunk_size": [4]},
+                              "overrides": {"model.arch": "conceptlm_gpt2"}, "evals": ["ppl", "codebook"]}]
     return config
 
 
@@ -52,6 +54,9 @@ def test_dag_produces_results_tables_and_report(workdir):
         embedded = json.loads((workdir / f"results/runs/{exp}/seed0/eval/embedded.json").read_text())
         assert 0.0 <= embedded["metrics"]["embedded_choice/acc"] <= 1.0
         assert (workdir / f"results/runs/{exp}/seed0/eval/embedded.samples.jsonl").stat().st_size > 0
+    codebook = json.loads((workdir / "results/runs/concept_k4/seed0/eval/codebook.json").read_text())
+    assert 0.0 < codebook["metrics"]["test/utilisation_pct"] <= 100.0
+    assert not (workdir / "results/runs/concept_k4/seed0/eval/embedded.json").exists()  # not in its evals
     assert (workdir / "results/tables/index.json").is_file()
     assert "oracle" in (workdir / "results/report/report.md").read_text().lower()
     assert (workdir / "results/report/report.html").stat().st_size > 1000

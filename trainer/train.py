@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from common.errors import ReproError
 from common.io import atomic_write_json, config_hash, sha256_file
+from models.losses import opaque_to_compile
 from models.registry import build_model, flops_per_token
 from trainer.checkpoint import load_checkpoint, save_checkpoint, save_weights, valid_checkpoints
 from trainer.data import WindowOrder, gather_windows, open_split, order_key, read_manifest
@@ -87,6 +88,7 @@ class Trainer:
         self.ddp = torch.nn.parallel.DistributedDataParallel(self.model) if self.world > 1 else None
         self.forward = self.ddp or self.model
         if self.t["compile"]:
+            opaque_to_compile()
             self.forward = torch.compile(self.forward)
         use_bf16 = self.device.type == "cuda" and self.t["precision"] in ("auto", "bf16")
         self.autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if use_bf16 else nullcontext

@@ -6,6 +6,7 @@ paths, calls one library function, and exits with a one-line error on bad input.
     python -m workflows.cli tokenize  --settings S --corpus DIR --tokenizer FILE --out DIR
     python -m workflows.cli pretrain  --config C --tokens DIR --tokenizer FILE --run-dir DIR [--threads N]
     python -m workflows.cli eval-ppl  --run-dir DIR --tokens DIR --out FILE [--threads N]
+    python -m workflows.cli eval-codebook --run-dir DIR --tokens DIR --out FILE [--threads N]
 """
 from __future__ import annotations
 
@@ -78,12 +79,25 @@ def eval_ppl(a):
           f"| unigram {m['test/unigram_ppl']:.1f}")
 
 
+def eval_codebook(a):
+    from evals.codebook import evaluate_codebook
+
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    r = evaluate_codebook(Path(a.run_dir) / "final", Path(a.tokens), Path(a.out))
+    m, d = r["metrics"], r["details"]
+    print(f"{r['experiment']} seed {r['seed']}: codebook utilisation {m['test/utilisation_pct']:.1f}% "
+          f"| usage PPL mean {m['test/usage_ppl_mean']:.1f} (min {m['test/usage_ppl_min']:.1f}) "
+          f"of N={d['codebook_size']} | collapse {'yes' if m['test/collapse'] else 'no'}")
+
+
 COMMANDS = {
     "corpus": (corpus, ["settings", "out"]),
     "tokenizer": (tokenizer, ["settings", "corpus", "out"]),
     "tokenize": (tokenize, ["settings", "corpus", "tokenizer", "out"]),
     "pretrain": (pretrain, ["config", "tokens", "tokenizer", "run-dir"]),
     "eval-ppl": (eval_ppl, ["run-dir", "tokens", "out"]),
+    "eval-codebook": (eval_codebook, ["run-dir", "tokens", "out"]),
 }
 
 

@@ -4,18 +4,24 @@ import json
 import os
 import sys
 
-from workflows.experiments import ConfigError, resolve, run_config, validate
+from pathlib import Path
 
-try:
-    validate(config, "profile")
+from workflows.experiments import ConfigError, resolve, run_config, validate, with_parents
+
+try:  # a profile's `extends:` file is relative to config/
+    PROFILE = validate(with_parents(dict(config), Path(workflow.basedir) / "config", "profile"), "profile")
 except ConfigError as error:
     raise WorkflowError(f"invalid profile: {error}") from None
 
-EXPERIMENTS = resolve(config)
+EXPERIMENTS = resolve(PROFILE)
 CLI = f"{sys.executable} -m workflows.cli"
 ENV = "envs/repro.yaml"
-DATA = f"results/data/{config['corpus']['id']}"
+DATA = f"results/data/{PROFILE['corpus']['id']}"
 RUN = "results/runs/{experiment}/seed{seed}"
+
+
+# lm-eval suites per harness eval name (evals/tasks/suites.yaml); embedded tasks come from the data stage.
+HARNESS = {"embedded": "embedded", "zeroshot": "conceptlm_zeroshot", "lm_ppl": "conceptlm_ppl"}
 
 
 wildcard_constraints:
@@ -29,16 +35,16 @@ def runs():
 
 
 def eval_results():
-    """Every result JSON of the profile: perplexity and embedded downstream tasks per run."""
-    return [f"results/runs/{e}/seed{s}/eval/{name}.json" for e, s in runs() for name in ("ppl", "embedded")]
+    """Every result JSON of the profile: the experiment's ``evals`` for each of its runs."""
+    return [f"results/runs/{e}/seed{s}/eval/{name}.json" for e, s in runs() for name in EXPERIMENTS[e]["evals"]]
 
 
 def data_settings_json():
-    return json.dumps({"corpus": config["corpus"], "tokenizer": config["tokenizer"]}, sort_keys=True)
+    return json.dumps({"corpus": PROFILE["corpus"], "tokenizer": PROFILE["tokenizer"]}, sort_keys=True)
 
 
 def run_settings_json(wildcards):
-    return json.dumps(run_config(config, wildcards.experiment, int(wildcards.seed)), sort_keys=True)
+    return json.dumps(run_config(PROFILE, wildcards.experiment, int(wildcards.seed)), sort_keys=True)
 
 
 # Settings files are written by the shell (no Python start-up per job); a change of the resolved

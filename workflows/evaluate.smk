@@ -1,5 +1,6 @@
-# Evaluation: perplexity with the oracle floor and the unigram baseline on the same tokens, and the
-# embedded downstream tasks through lm-evaluation-harness (evals/harness, evals/tasks).
+# Evaluation: perplexity with the oracle floor and the unigram baseline on the same tokens, the
+# embedded downstream tasks through lm-evaluation-harness (evals/harness, evals/tasks), and the
+# codebook usage of ConceptLM runs (evals/codebook.py). An experiment's `evals` picks among them.
 
 
 rule evaluate_ppl:
@@ -28,19 +29,43 @@ rule evaluate_harness:
         weights=f"{RUN}/final/model.safetensors",
         manifest=f"{RUN}/final/manifest.json",
         tokenizer=f"{DATA}/tokenizer.json",
-        tasks=f"{DATA}/tasks/manifest.json",
+        tasks=lambda wildcards: [f"{DATA}/tasks/manifest.json"] if wildcards.suite == "embedded" else [],
     output:
-        result=f"{RUN}/eval/embedded.json",
-        samples=f"{RUN}/eval/embedded.samples.jsonl",
+        result=f"{RUN}/eval/{{suite}}.json",
+        samples=f"{RUN}/eval/{{suite}}.samples.jsonl",
+    wildcard_constraints:
+        suite="|".join(HARNESS),
     params:
         python=sys.executable,
         run_dir=folder_of_input("weights", up=2),
-        task_dir=folder_of_input("tasks"),
+        tasks=lambda wildcards: HARNESS[wildcards.suite],
+        task_dir=lambda wildcards, input: f"--task-dir {os.path.dirname(input.tasks[0])}" if input.tasks else "",
     log:
-        f"{RUN}/logs/eval_embedded.log",
+        f"{RUN}/logs/eval_{{suite}}.log",
     threads: 1
     conda:
         ENV
     shell:
-        "{params.python} -m evals.harness --run-dir {params.run_dir} --tokenizer {input.tokenizer} --tasks embedded"
-        " --task-dir {params.task_dir} --out {output.result} --threads {threads} > {log} 2>&1"
+        "{params.python} -m evals.harness --run-dir {params.run_dir} --tokenizer {input.tokenizer} --tasks {params.tasks}"
+        " {params.task_dir} --out {output.result} --threads {threads} > {log} 2>&1"
+
+
+rule evaluate_codebook:
+    input:
+        weights=f"{RUN}/final/model.safetensors",
+        manifest=f"{RUN}/final/manifest.json",
+        tokens=f"{DATA}/tokens/manifest.json",
+    output:
+        f"{RUN}/eval/codebook.json",
+    params:
+        cli=CLI,
+        tokens=folder_of_input("tokens"),
+        run_dir=folder_of_input("weights", up=2),
+    log:
+        f"{RUN}/logs/eval_codebook.log",
+    threads: 1
+    conda:
+        ENV
+    shell:
+        "{params.cli} eval-codebook --run-dir {params.run_dir} --tokens {params.tokens} --out {output}"
+        " --threads {threads} > {log} 2>&1"

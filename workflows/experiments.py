@@ -1,9 +1,11 @@
 """Profiles and experiments: load, validate, resolve. Used by the Snakefile and by the tests.
 
-An experiment is a named entry ``{id, base, overrides, seeds}``. Its settings are the profile's
+An experiment is a named entry ``{id, base, overrides, seeds, evals}``. Its settings are the profile's
 ``defaults`` (model / train / eval), then its base's overrides (recursively), then its own
-``overrides`` (dotted keys such as ``model.n_layer: 6``). A new size or ablation is therefore one
-entry in a profile, never new code. Everything is checked before the DAG is built, in two layers:
+``overrides`` (dotted keys such as ``model.n_layer: 6``). A ``sweep`` entry stands for one experiment
+per listed value (``conceptlm_n{model.codebook_size}`` with ``sweep: {model.codebook_size: [8, 16]}``).
+A new size or ablation is therefore one entry in a profile, never new code. ``evals`` lists what is
+measured on the runs; it is not part of the run settings, so changing it never re-trains. Everything is checked before the DAG is built, in two layers:
 the JSON schema (``config/schemas/config.schema.yaml``: unknown keys, types, ranges) and semantic
 checks (known model, heads dividing width, batch divisible by micro-batch, chunk size dividing the
 sequence length, synthetic-world fields). Every error is one line naming the key and the fix.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from pathlib import Path
 
 import jsonschema
@@ -29,13 +32,41 @@ class ConfigError(ReproError, ValueError):
 
 def load_profile(path: str | Path) -> dict:
     path = Path(path)
+    return validate(with_parents(_read_yaml(path), path.parent, str(path)), str(path))
+
+
+def _read_yaml(path: Path) -> dict:
     if not path.is_file():
         raise ConfigError(f"{path}: no such profile; see config/ for the available ones")
     try:
-        config = yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from e
-    return validate(config, str(path))
+
+
+def with_parents(config: dict, folder: Path, source: str = "config", seen: tuple = ()) -> dict:
+    """The profile with its ``extends: <file>`` chain applied (the file is relative to ``folder``). The
+    child wins: mappings merge key by key; ``experiments`` merge by id (a known id is replaced by the
+    child's entry, new ids are appended); any other value is replaced. A scale profile (config/small.yaml)
+    thus reuses the embedded grid and restates only corpus, tokenizer, defaults and the sizes."""
+    if not isinstance(config, dict) or "extends" not in config:
+        return config
+    parent_path = (folder / config["extends"]).resolve()
+    if parent_path in seen:
+        raise ConfigError(f"{source}: extends chain returns to {parent_path.name}; remove the cycle")
+    parent = with_parents(_read_yaml(parent_path), parent_path.parent, str(parent_path), seen + (parent_path,))
+    return _merge(parent, {k: v for k, v in config.items() if k != "extends"})
+
+
+def _merge(parent, child, key: str = ""):
+    if isinstance(parent, dict) and isinstance(child, dict):
+        return {**parent, **{k: _merge(parent[k], v, k) if k in parent else v for k, v in child.items()}}
+    if key == "experiments" and isinstance(parent, list) and isinstance(child, list):
+        patches = {entry.get("id"): entry for entry in child if isinstance(entry, dict)}
+        known = {entry.get("id") for entry in parent if isinstance(entry, dict)}
+        return ([patches.get(entry.get("id"), entry) for entry in parent]
+                + [entry for entry in child if not isinstance(entry, dict) or entry.get("id") not in known])
+    return child
 
 
 def _schema() -> dict:
@@ -94,15 +125,60 @@ def validate(config, source: str = "config") -> dict:
     return config
 
 
+_RELATIVE = re.compile(r"^[+-][0-9]+$")
+
+
 def _set_dotted(settings: dict, key: str, value) -> None:
+    """Set ``model.n_layer``-style keys; a string "+2" / "-1" adds to the value inherited so far (PM is
+    Base + 2 token layers at every size, ConceptLM §4.1; Table 5 adds 6 and 10)."""
     section, field = key.split(".", 1)
+    if isinstance(value, str) and _RELATIVE.match(value):
+        current = settings[section].get(field)
+        if not isinstance(current, int) or isinstance(current, bool):
+            raise ConfigError(f"{key}: {value!r} is relative, but {key} has no integer value to add it to; "
+                              "set it in defaults or in a base experiment")
+        value = current + int(value)
     settings[section][field] = copy.deepcopy(value)
 
 
+_PLACEHOLDER = re.compile(r"\{([a-z_0-9.]+)\}")
+_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+
+
+def expand_sweeps(entries: list[dict], source: str = "config") -> list[dict]:
+    """Entries with ``sweep: {key: [v0, v1, ...]}`` become one entry per position i, with every key set
+    to its i-th value (zipped, not a product) and the ``{key}`` placeholders of the id filled in."""
+    out = []
+    for entry in entries:
+        if "sweep" not in entry:
+            if _PLACEHOLDER.search(entry["id"]):
+                raise ConfigError(f"{source}: experiments[{entry['id']}]: {{...}} placeholders need a sweep")
+            out.append(entry)
+            continue
+        sweep, where = entry["sweep"], f"{source}: experiments[{entry['id']}]"
+        lengths = {len(values) for values in sweep.values()}
+        if len(lengths) > 1:
+            raise ConfigError(f"{where}: sweep lists have lengths {sorted(lengths)}; give every key as many values")
+        names = _PLACEHOLDER.findall(entry["id"])
+        if not names or set(names) - set(sweep):
+            raise ConfigError(f"{where}: the id must name each experiment with {{key}} placeholders of sweep keys "
+                              f"({', '.join(sweep)})")
+        for i in range(lengths.pop()):
+            values = {key: values[i] for key, values in sweep.items()}
+            exp_id = _PLACEHOLDER.sub(lambda m: str(values[m[1]]).lower(), entry["id"])
+            if not _ID.match(exp_id):
+                raise ConfigError(f"{where}: sweep gives the id {exp_id!r}; ids use a-z, 0-9, '_', '.', '-'")
+            rest = {k: v for k, v in entry.items() if k not in ("id", "sweep", "overrides")}
+            out.append({**rest, "id": exp_id, "overrides": {**entry.get("overrides", {}), **values}})
+    return out
+
+
 def resolve(config: dict, source: str = "config") -> dict[str, dict]:
-    """``{id: {"id", "model", "train", "eval", "seeds"}}`` with bases and overrides applied."""
+    """``{id: {"id", "model", "train", "eval", "seeds", "evals"}}`` with sweeps expanded and bases and
+    overrides applied. ``evals`` is inherited from the base unless set; ``seeds`` belongs to the entry
+    (default [0]), so extra seeds of a reference row do not multiply the ablations built on it."""
     entries: dict[str, dict] = {}
-    for entry in config["experiments"]:
+    for entry in expand_sweeps(config["experiments"], source):
         if entry["id"] in entries:
             raise ConfigError(f"{source}: experiments: id {entry['id']!r} appears twice; ids must be unique")
         entries[entry["id"]] = entry
@@ -123,12 +199,16 @@ def resolve(config: dict, source: str = "config") -> dict[str, dict]:
     for exp_id in entries:
         lineage = chain(exp_id)
         settings = {s: copy.deepcopy(config["defaults"][s]) for s in SECTIONS}
-        seeds = [0]
+        evals = ["ppl"]
         for entry in lineage:
             for key, value in entry.get("overrides", {}).items():
-                _set_dotted(settings, key, value)
-            seeds = entry.get("seeds", seeds)
-        resolved[exp_id] = {"id": exp_id, **settings, "seeds": list(seeds)}
+                try:
+                    _set_dotted(settings, key, value)
+                except ConfigError as e:
+                    raise ConfigError(f"{source}: experiments[{entry['id']}].overrides: {e}") from None
+            evals = entry.get("evals", evals)
+        seeds = entries[exp_id].get("seeds", [0])
+        resolved[exp_id] = {"id": exp_id, **settings, "seeds": list(seeds), "evals": list(evals)}
     return resolved
 
 
@@ -148,6 +228,12 @@ def _check_semantics(config: dict, exp: dict) -> None:
     if chunk is not None and model["seq_len"] % chunk:
         raise ConfigError(f"model.chunk_size={chunk} does not divide model.seq_len={model['seq_len']}; "
                           "choose a chunk size that divides the sequence length")
+    if "embedded" in exp["evals"] and config["corpus"]["source"] != "synthetic":
+        raise ConfigError("evals: embedded tasks are built from the synthetic world, and corpus.source is "
+                          f"{config['corpus']['source']}; use zeroshot / lm_ppl (real tasks) instead")
+    if "codebook" in exp["evals"] and getattr(typed, "predictor", None) != "codebook":
+        raise ConfigError(f"evals: codebook measures product-VQ usage, and model.arch={model['arch']} has no "
+                          "codebook; drop 'codebook' from evals or use a conceptlm_* arch")
     if train["batch_size"] % train["micro_batch_size"]:
         raise ConfigError(f"train.batch_size={train['batch_size']} is not a multiple of train.micro_batch_size="
                           f"{train['micro_batch_size']}; make the micro-batch divide the batch")

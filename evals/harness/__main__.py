@@ -1,12 +1,12 @@
 """Command line: evaluate one run on task suites and write its result JSON.
 
-    python -m evals.harness --run-dir results/runs/base_s/seed0 --tokenizer results/data/world/tokenizer.json \\
-        --tasks embedded --task-dir results/data/world/tasks --out results/runs/base_s/seed0/eval/embedded.json
+    python -m evals.harness --run-dir results/runs/base_gpt2_s/seed0 --tokenizer results/data/world/tokenizer.json \\
+        --tasks embedded --task-dir results/data/world/tasks --out results/runs/base_gpt2_s/seed0/eval/embedded.json
 
     # real tasks from local copies (offline cluster); skips cleanly when the data folder is absent
     python -m evals.harness --run-dir ... --tokenizer ... --tasks local_zeroshot \\
         --local-data evals/tasks/local_data.yaml --local-root ../shared/data --skip-missing-root \\
-        --out results/runs/base_s/seed0/eval/zeroshot_local.json
+        --out results/runs/base_gpt2_s/seed0/eval/zeroshot_local.json
 
 Bad input (unknown task or suite, missing or malformed local data, a checkpoint of another model
 family, a tokenizer that does not fit) is one line on stderr and exit code 2, before any evaluation.

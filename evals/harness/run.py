@@ -28,10 +28,10 @@ import os
 import time
 from pathlib import Path
 
-from common.io import atomic_write_bytes, atomic_write_json, atomic_write_text, config_hash, sha256_file
-from common.provenance import provenance
+from common.io import atomic_write_bytes, atomic_write_json, atomic_write_text, sha256_file
 from evals.harness.errors import HarnessError
 from evals.harness.suites import Plan, resolve, split_names
+from evals.result import result_record
 
 LMEVAL_SEEDS = {"random_seed": 0, "numpy_random_seed": 1234, "torch_random_seed": 1234, "fewshot_random_seed": 1234}
 _NOT_METRICS = {"alias", "name", "sample_len", "samples", " ", ""}
@@ -185,7 +185,6 @@ def evaluate(run_dir: str | Path, tokenizer: str | Path, tasks: str | list[str],
             "local_data": (cfg.get("metadata") or {}).get("local_data"),
             "higher_is_better": merged["higher_is_better"].get(task)}
     manifest = lm.info["manifest"]
-    run_cfg = manifest["config"]
     details = {
         "harness": {"lm_eval": importlib.metadata.version("lm_eval"), "paper_harness": {
             "conceptlm": "v0.4.4 per the paper; 0.4.9.2 bundled with its code"}, "model_info": lm.get_model_info(),
@@ -196,10 +195,7 @@ def evaluate(run_dir: str | Path, tokenizer: str | Path, tasks: str | list[str],
         "offline": os.environ.get("HF_DATASETS_OFFLINE") == "1", "request_cache": cache,
         "task_dirs": [str(d) for d in task_dirs], "local_data": local_manifest or None,
         "samples": {"file": samples_path.name, "n": n_samples, "sha256": sha256_file(samples_path)}}
-    result = {"schema_version": 1, "experiment": run_cfg["id"], "seed": run_cfg["seed"], "eval": out.stem,
-              "metrics": metrics, "details": details, "config": run_cfg,
-              "provenance": provenance(config_hash=config_hash(run_cfg), checkpoint_sha256=manifest["model_sha256"],
-                                       seed=run_cfg["seed"], wall_time_s=time.perf_counter() - t0)}
+    result = result_record(manifest, out, metrics, details, t0)
     atomic_write_json(out, json.loads(json.dumps(result, default=str)))
     return result
 

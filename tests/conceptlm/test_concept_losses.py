@@ -157,7 +157,7 @@ def test_mtp_heads_predict_the_tokens_after_next():
 
 BAD = [  # (override, words the one-line error must contain)
     ({"model.chunk_size": 3}, "model.chunk_size=3 does not divide model.seq_len=256"),
-    ({"model.n_segments": 5}, "model.n_segments=5 does not divide model.d_model=128"),
+    ({"model.n_segments": 5}, "model.n_segments=5 does not divide model.d_model=64"),
     ({"model.insert_layer": 5}, "model.insert_layer=5 is beyond model.n_layer=4"),
     ({"model.codebook_size": 1}, "model.codebook_size"),
     ({"model.vq": True, "model.arch": "contextlm_gpt2"}, "model.vq=true needs model.predictor='codebook'"),
@@ -170,7 +170,7 @@ def test_bad_concept_settings_fail_profile_validation(override, message):
     from workflows.experiments import ConfigError, validate
 
     profile = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
-    ok = {"id": "concept_s", "base": "base_s", "overrides": {"model.arch": "conceptlm_gpt2", "model.chunk_size": 4}}
+    ok = {"id": "concept_s", "base": "base_gpt2_s", "overrides": {"model.arch": "conceptlm_gpt2", "model.chunk_size": 4}}
     validate({**profile, "experiments": profile["experiments"] + [ok]})
     bad = copy.deepcopy(ok)
     bad["overrides"].update(override)

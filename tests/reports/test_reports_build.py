@@ -22,18 +22,18 @@ def report(tmp_path_factory):
 
 def test_report_files_and_order(report):
     text = (report / "report.md").read_text()
-    assert text.index("Embedded default: perplexity against the oracle floor") < text.index("ConceptLM Table 1")
+    assert text.index("Embedded default:") < text.index("ConceptLM Table 1")
     assert text.index("ConceptLM Table 1") < text.index("NCM Table 1") < text.index("DLCM Table 2")
     assert "Kendall τ" in text and "order differs (vs Base)" in text and "Audit of the paper's arithmetic" in text
     figures = {path.name for path in (report / "figures").glob("*.png")}
-    assert {"curves_base_s.png", "scatter_conceptlm_table02.png", "conceptlm_fig1.png"} <= figures
+    assert {"curves_base_gpt2_xs.png", "scatter_conceptlm_table02.png"} <= figures
     page = (report / "report.html").read_text()
     assert page.count("data:image/png;base64,") == len(figures) and 'src="figures/' not in page
 
 
 def test_missing_results_are_stated(report):
     text = (report / "report.md").read_text()
-    assert "Missing results: conceptlm_m" in text
+    assert "training FLOPs — (no baseline point) vs 0.81" in text and "Missing results: base_gpt2_m" in text
     assert "NCM Fig. 5 analogue: generative perplexity against generator calls (NFE): no results yet." in text
 
 
@@ -53,6 +53,6 @@ def test_bad_log_lines_are_skipped_and_counted(tmp_path):
 
 
 def test_analogue_with_fixed_x_values():
-    spec = next(spec for spec in load_figure_specs() if spec["id"] == "conceptlm_fig4")
+    spec = next(spec for spec in load_figure_specs() if spec["id"] == "conceptlm_fig5")
     png, caption = analogue(spec, load_results(RUNS))
-    assert png is None and "pm_len512_s" in caption
+    assert png is None and "conceptlm_pythia_s_n8" in caption

@@ -87,10 +87,10 @@ def test_no_results_means_nothing_is_reproduced(real, tmp_path):
 def test_reproduced_cells_are_merged_and_ordered(real):
     views = {(view.spec.paper, view.spec.table): view for view in real.tables}
     foundation = views["embedded", "foundation"].cells
-    assert foundation["base_s", "test_ppl"].reproduced.mean == pytest.approx(31.0)
-    assert foundation["base_s", "test_ppl"].reproduced.std == pytest.approx(0.3)
-    assert foundation["base_s", "test_ppl"].reproduced.n == 3
-    assert foundation["pm_m", "ppl_over_oracle"].reproduced.mean == pytest.approx(25.9 / 20)
+    assert foundation["base_gpt2_xs", "test_ppl"].reproduced.mean == pytest.approx(31.0)
+    assert foundation["base_gpt2_xs", "test_ppl"].reproduced.std == pytest.approx(0.3)
+    assert foundation["base_gpt2_xs", "test_ppl"].reproduced.n == 3
+    assert foundation["pm_gpt2_s", "ppl_over_oracle"].reproduced.mean == pytest.approx(25.9 / 20)
     table2 = views["conceptlm", "table02"]
     assert table2.cells["gpt2_124m_base", "avg_acc"].reproduced.mean == pytest.approx(35.0)  # fractions scaled to %
     assert table2.orders["avg_acc"].flips == [("gpt2_124m_base", "gpt2_124m_pm")]
