@@ -1,6 +1,7 @@
 """``transformers`` ``LlamaForCausalLM`` weights into our Llama-style models (``models.llama``).
 
-``from_hf_llama`` gives the token LM with identical logits; ``conceptlm_from_hf_llama`` gives
+``from_hf_llama`` gives the token LM with identical logits; ``pm_from_hf_llama`` the PM-8B baseline
+(two more token layers initialised the same way); ``conceptlm_from_hf_llama`` gives
 ConceptLM-Llama for continual pre-training (arXiv 2602.08984 §4.3, Table 3): every backbone weight
 copied, and the new concept layers initialised from the backbone's first layers ("the new layers are
 initialised from the base's first two layers", §4.3; the released code does not do it, CODE_NOTES
@@ -45,9 +46,10 @@ def config_fields(hf_config, seq_len: int | None = None) -> dict:
 
 
 @torch.no_grad()
-def _copy_backbone(model: TokenLM, hf_model) -> None:
+def _copy_backbone(model: TokenLM, hf_model, sources: list[int] | None = None) -> None:
+    """Copy embeddings, final norm, head, and block i from HF layer ``sources[i]`` (default i)."""
     hf = hf_model.state_dict()
-    for i, block in enumerate(model.blocks):
+    for i, block in zip(sources or range(len(model.blocks)), model.blocks):
         for name, param in block.named_parameters():
             ours, suffix = name.rsplit(".", 1)
             param.copy_(torch.cat([hf[f"model.layers.{i}.{part}.{suffix}"] for part in _BLOCK_MAP[ours]]))
@@ -61,6 +63,21 @@ def from_hf_llama(hf_model, seq_len: int | None = None) -> TokenLM:
     """Our Llama TokenLM holding the weights of a ``LlamaForCausalLM``."""
     model = TokenLM(LlamaConfig(**config_fields(hf_model.config, seq_len)))
     _copy_backbone(model, hf_model)
+    return model
+
+
+def pm_from_hf_llama(hf_model, seq_len: int | None = None, extra_layers: int = 2, insert_at: int = 1) -> TokenLM:
+    """PM-8B of Table 3 (§4.3): the backbone plus ``extra_layers`` token layers initialised from its
+    first layers, like ConceptLM-8B's concept layers. The paper does not say where they go; we put them
+    after the first ``insert_at`` layers, where ConceptLM-Llama inserts its concept module (default L1),
+    so the two models differ only in what the new layers run on (tokens vs concepts)."""
+    fields = config_fields(hf_model.config, seq_len)
+    if not 0 <= insert_at <= fields["n_layer"] or not 0 < extra_layers <= fields["n_layer"]:
+        raise ValueError(f"insert_at={insert_at} and extra_layers={extra_layers} must lie within the "
+                         f"{fields['n_layer']} backbone layers")
+    model = TokenLM(LlamaConfig(**{**fields, "n_layer": fields["n_layer"] + extra_layers}))
+    layers = list(range(fields["n_layer"]))
+    _copy_backbone(model, hf_model, layers[:insert_at] + layers[:extra_layers] + layers[insert_at:])
     return model
 
 

@@ -53,6 +53,20 @@ def test_conceptlm_llama_from_hf_copies_the_backbone_and_seeds_the_concept_layer
         conceptlm_from_hf_llama(hf, seq_len=32, concept_layers=4)
 
 
+def test_pm_llama_from_hf_inserts_copies_of_the_first_layers():
+    from models.hf_llama import from_hf_llama, pm_from_hf_llama
+
+    hf = hf_llama(LLAMA3_ROPE)
+    plain, pm = from_hf_llama(hf, seq_len=32), pm_from_hf_llama(hf, seq_len=32)
+    assert pm.cfg.n_layer == plain.cfg.n_layer + 2 == 5
+    for ours, source in zip(pm.blocks, [0, 0, 1, 1, 2], strict=True):  # L0 | copies of L0, L1 | L1, L2
+        for (name, a), b in zip(ours.state_dict().items(), plain.blocks[source].state_dict().values()):
+            assert torch.equal(a, b), name
+    assert torch.equal(pm.lm_head.weight, plain.lm_head.weight)
+    with pytest.raises(ValueError, match="must lie within the 3 backbone layers"):
+        pm_from_hf_llama(hf, seq_len=32, extra_layers=4)
+
+
 def test_llama_block_is_rmsnorm_swiglu_gqa():
     model = build_model({"arch": "llama", "d_model": 32, "n_layer": 1, "n_head": 4, "n_kv_head": 2,
                          "mlp_hidden": 40}, vocab_size=50, seq_len=16)
