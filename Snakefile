@@ -7,7 +7,7 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-# --configfile PROFILE replaces the embedded default (profiles are not merged into each other).
+# --configfile PROFILE replaces the embedded default; a profile may `extends:` another (common.smk).
 if not config:
 
     configfile: os.path.join(workflow.basedir, "config", "default.yaml")

@@ -103,7 +103,8 @@ def _cell_verdict(view: CellView, order: ColumnOrder | None, row: str, spec: Tab
         return "not reproduced" if view.mapped else ""
     if order is None or order.verdict == "insufficient" or row not in order.rows:
         return "reproduced"
-    against = [spec.row_by_id[b if a == row else a].label for a, b in order.flips if row in (a, b)]
+    against = [spec.row_by_id[b if a == row else a].label + (" within 2σ" if (a, b) in order.noise_flips else "")
+               for a, b in order.flips if row in (a, b)]
     return f"order differs (vs {', '.join(against)})" if against else "order agrees"
 
 
@@ -119,7 +120,9 @@ def _table_view(spec: TableSpec, paper: Paper | None, findings: dict[Ref, list[F
     for column in spec.columns:
         pairs = {row.id: (view.reported.printed.value, view.reproduced.mean) for row in spec.rows
                  if (view := cells[row.id, column.id]).delta is not None}
-        orders[column.id] = compare_order(column.id, pairs)
+        stds = [view.reproduced.std for row in spec.rows
+                if (view := cells[row.id, column.id]).reproduced is not None and view.reproduced.std is not None]
+        orders[column.id] = compare_order(column.id, pairs, max(stds) if stds else None)
     for (row, column), view in cells.items():
         view.verdict = _cell_verdict(view, orders.get(column), row, spec)
     return TableView(spec, cells, orders)

@@ -118,8 +118,10 @@ def order_lines(view: TableView) -> list[str]:
             continue
         label = view.spec.column_by_id[column].label
         tau = "undefined" if order.tau is None else f"{order.tau:.2f}"
-        flips = "; ".join(f"{view.spec.row_by_id[a].label} ↔ {view.spec.row_by_id[b].label}" for a, b in order.flips)
-        lines.append(f"{label}: Kendall τ = {tau} over {len(order.rows)} rows, order {order.verdict}"
+        name = lambda pair: f"{view.spec.row_by_id[pair[0]].label} ↔ {view.spec.row_by_id[pair[1]].label}"  # noqa: E731
+        flips = "; ".join(name(pair) + (" (within 2σ)" if pair in order.noise_flips else "") for pair in order.flips)
+        noise = f"; seed σ = {order.noise:.3g}" if order.noise is not None else ""
+        lines.append(f"{label}: Kendall τ = {tau} over {len(order.rows)} rows{noise}, order {order.verdict}"
                      + (f" (flipped pairs: {flips})" if flips else ""))
     return lines
 

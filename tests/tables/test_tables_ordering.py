@@ -26,3 +26,12 @@ def test_tau_b_with_ties_matches_the_textbook_value():
     # x = (1, 2, 2, 3), y = (1, 3, 2, 4): 5 concordant, 0 discordant, one tie in x -> 5 / sqrt(5 * 6)
     assert kendall_tau_b([1, 2, 2, 3], [1, 3, 2, 4]) == pytest.approx(5 / 30 ** 0.5)
     assert kendall_tau_b([1, 1], [1, 2]) is None
+
+
+def test_flips_within_the_seed_spread_are_told_apart():
+    pairs = {"base": (100.0, 30.0), "pm": (99.0, 30.4), "concept": (85.0, 31.0)}
+    order = compare_order("ppl", pairs, noise=0.25)
+    assert order.flips == [("base", "pm"), ("base", "concept"), ("pm", "concept")]
+    assert order.noise_flips == [("base", "pm")] and order.verdict == "differs"
+    assert compare_order("ppl", pairs, noise=0.6).verdict == "differs only within seed noise"
+    assert compare_order("ppl", pairs).noise_flips == []
