@@ -124,6 +124,10 @@ def shift_broadcast(c_hat: torch.Tensor, k: int, length: int) -> torch.Tensor:
 class ConceptLM(TokenLM):
     """The token backbone (``TokenLM``: embedding, blocks, final norm, head) with the concept path."""
 
+    # Monitor metrics the trainer reports as a warning the first time they are non-zero.
+    ALERTS = {"vq_collapse": "codebook collapse: a segment's usage perplexity fell under max(2, 5% of N) codes "
+                             "(App. E.3); see metric/vq_ppl_s* in the training log"}
+
     def __init__(self, cfg):
         super().__init__(cfg)  # embedding, token layers (encoder + decoder), final norm, LM head
         d, S, N = cfg.d_model, cfg.segments, cfg.codebook_size

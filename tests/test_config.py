@@ -39,7 +39,7 @@ def test_default_profile_is_valid_and_resolves():
     # sweeps expand to one experiment per value; seeds stay with their entry, evals are inherited
     assert [exps[f"conceptlm_pythia_s_n{n}"]["model"]["codebook_size"] for n in (8, 256)] == [8, 256]
     assert exps["conceptlm_pythia_s"]["seeds"] == [0, 1, 2] and exps["conceptlm_pythia_s_k2"]["seeds"] == [0]
-    assert exps["contextlm_gpt2_xs"]["evals"] == ["ppl", "embedded"]
+    assert exps["contextlm_gpt2_m"]["evals"] == ["ppl", "embedded"] and exps["contextlm_gpt2_xs"]["evals"] == ["ppl"]
     len64 = exps["pm_pythia_s_len4th"]
     assert (len64["model"]["seq_len"], len64["train"]["batch_size"], len64["model"]["n_layer"]) == (64, 32, 6)
 

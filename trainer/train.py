@@ -82,6 +82,7 @@ class Trainer:
         torch.manual_seed(run_cfg["seed"])
         self.model = build_model(self.model_kwargs, vocab_size=manifest["vocab_size"], seq_len=self.seq_len)
         self.model.to(self.device)
+        self.alerted: set[str] = set()
         self.flops_per_token = flops_per_token(self.model_kwargs, vocab_size=manifest["vocab_size"],
                                                seq_len=self.seq_len)
         self.opt = make_optimizer(self.model, self.t)
@@ -133,6 +134,13 @@ class Trainer:
         return {"loss": loss, **{f"loss/{n}": v for n, v in totals.items()},
                 **{f"metric/{n}": v for n, v in monitors.items()}, "lr": lr, "grad_norm": grad_norm.item()}
 
+    def _alert(self, row: dict, step: int) -> None:
+        """Print a model's ``ALERTS`` (e.g. ConceptLM's codebook collapse) once each, when first raised."""
+        for name, message in getattr(self.model, "ALERTS", {}).items():
+            if row.get(f"metric/{name}") and name not in self.alerted and self.rank == 0:
+                self.alerted.add(name)
+                tqdm.write(f"[{self.cfg['id']} seed {self.cfg['seed']}] warning at step {step}: {message}")
+
     def _nonfinite(self, step: int, what: str) -> str:
         last = valid_checkpoints(self.run_dir / "ckpt")
         kept = f"the last good checkpoint is {last[-1]}" if last else "no checkpoint was written yet"
@@ -179,6 +187,7 @@ class Trainer:
                 rate = (done - logged) * tokens_per_step / (time.perf_counter() - t0)
                 row.update(step=done, tokens=done * tokens_per_step, tok_per_s=rate)
                 log.append(row)
+                self._alert(row, done)
                 bar.set_postfix(loss=f"{row['loss']:.3f}", tok_s=f"{rate:.0f}")
                 logged, t0 = done, time.perf_counter()
             if done % self.t["eval_interval"] == 0 or done == steps:

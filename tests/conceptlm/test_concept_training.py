@@ -44,3 +44,14 @@ def test_conceptlm_resume_is_bitwise_equal(tiny_data, run_cfg, tmp_path):
     b = load_file(str(tmp_path / "cut" / "final" / "model.safetensors"))
     assert "quantizer.base_codes" in a and a.keys() == b.keys()
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_codebook_collapse_is_reported_once(tiny_data, run_cfg, tmp_path, capsys):
+    run_cfg["model"]["arch"] = "conceptlm_gpt2"
+    trainer = Trainer(run_cfg, tiny_data["tokens"], tmp_path)
+    trainer._alert({"metric/vq_collapse": 0.0}, 2)
+    assert "collapse" not in capsys.readouterr().out
+    for step in (4, 6):
+        trainer._alert({"metric/vq_collapse": 1.0}, step)
+    out = capsys.readouterr().out
+    assert out.count("codebook collapse") == 1 and "warning at step 4" in out
