@@ -108,6 +108,21 @@ def _cell_verdict(view: CellView, order: ColumnOrder | None, row: str, spec: Tab
     return f"order differs (vs {', '.join(against)})" if against else "order agrees"
 
 
+def _column_order(spec: TableSpec, cells: dict, reported_column: str, reproduced_column: str) -> ColumnOrder:
+    """Ordering of the rows' printed values in one column against their reproduced means in another
+    (the same column, or the column's ``order_proxy``), read against the largest seed spread."""
+    pairs, stds = {}, []
+    for row in spec.rows:
+        printed, ours = cells[row.id, reported_column].reported, cells[row.id, reproduced_column].reproduced
+        if ours is not None and ours.std is not None:
+            stds.append(ours.std)
+        if ours is not None and printed is not None and printed.printed is not None:
+            pairs[row.id] = (printed.printed.value, ours.mean)
+    proxy = None if reproduced_column == reported_column else reproduced_column
+    groups = {row.id: row.group for row in spec.rows} if any(row.group for row in spec.rows) else None
+    return compare_order(reported_column, pairs, max(stds) if stds else None, proxy, groups)
+
+
 def _table_view(spec: TableSpec, paper: Paper | None, findings: dict[Ref, list[Finding]], reproducer: _Reproducer) -> TableView:
     cells: dict[tuple[str, str], CellView] = {}
     for row in spec.rows:
@@ -116,13 +131,10 @@ def _table_view(spec: TableSpec, paper: Paper | None, findings: dict[Ref, list[F
             mapped, reproduced = reproducer.get(ref) if spec.cell_type(row.id, column.id) == "number" else (False, None)
             cells[row.id, column.id] = CellView(paper.cells.get(ref) if paper else None, findings.get(ref, []),
                                                 reproduced, mapped)
-    orders = {}
-    for column in spec.columns:
-        pairs = {row.id: (view.reported.printed.value, view.reproduced.mean) for row in spec.rows
-                 if (view := cells[row.id, column.id]).delta is not None}
-        stds = [view.reproduced.std for row in spec.rows
-                if (view := cells[row.id, column.id]).reproduced is not None and view.reproduced.std is not None]
-        orders[column.id] = compare_order(column.id, pairs, max(stds) if stds else None)
+    orders = {column.id: _column_order(spec, cells, column.id, column.id) for column in spec.columns}
+    for column in spec.columns:  # the paper's column against one of ours, where ours has no value of its own
+        if column.order_proxy and orders[column.id].verdict == "insufficient":
+            orders[column.id] = _column_order(spec, cells, column.id, column.order_proxy)
     for (row, column), view in cells.items():
         view.verdict = _cell_verdict(view, orders.get(column), row, spec)
     return TableView(spec, cells, orders)

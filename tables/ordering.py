@@ -24,6 +24,7 @@ class ColumnOrder:
     flips: list[tuple[str, str]]
     noise: float | None = None                                     # largest seed std of the column
     noise_flips: list[tuple[str, str]] = field(default_factory=list)  # flips within 2 x noise
+    proxy: str | None = None                                       # reproduced values taken from this column
 
     @property
     def verdict(self) -> str:
@@ -34,21 +35,29 @@ class ColumnOrder:
         return "differs only within seed noise" if len(self.noise_flips) == len(self.flips) else "differs"
 
 
-def kendall_tau_b(xs: list[float], ys: list[float]) -> float | None:
-    """Kendall's tau-b (ties counted on each side); None when either side is constant."""
-    concordance = [(x1 - x2) * (y1 - y2) for (x1, y1), (x2, y2) in combinations(zip(xs, ys), 2)]
-    untied_x = sum(x1 != x2 for x1, x2 in combinations(xs, 2))
-    untied_y = sum(y1 != y2 for y1, y2 in combinations(ys, 2))
+def kendall_tau_b(xs: list[float], ys: list[float], comparable: list[tuple[int, int]] | None = None) -> float | None:
+    """Kendall's tau-b (ties counted on each side) over the index pairs ``comparable`` (default all);
+    None when either side is constant over them."""
+    index_pairs = comparable if comparable is not None else list(combinations(range(len(xs)), 2))
+    concordance = [(xs[i] - xs[j]) * (ys[i] - ys[j]) for i, j in index_pairs]
+    untied_x = sum(xs[i] != xs[j] for i, j in index_pairs)
+    untied_y = sum(ys[i] != ys[j] for i, j in index_pairs)
     if not untied_x or not untied_y:
         return None
     return (sum(c > 0 for c in concordance) - sum(c < 0 for c in concordance)) / math.sqrt(untied_x * untied_y)
 
 
-def compare_order(column: str, pairs: dict[str, tuple[float, float]], noise: float | None = None) -> ColumnOrder:
-    """``pairs`` maps row id -> (reported, reproduced mean); ``noise`` is a seed standard deviation."""
+def compare_order(column: str, pairs: dict[str, tuple[float, float]], noise: float | None = None,
+                  proxy: str | None = None, groups: dict[str, str] | None = None) -> ColumnOrder:
+    """``pairs`` maps row id -> (reported, reproduced mean); ``noise`` is a seed standard deviation;
+    ``proxy`` names the column the reproduced means come from when it is not ``column``. With
+    ``groups`` (row id -> block, e.g. a model size) only rows of the same block are compared: Table 1
+    asks whether ConceptLM beats Base at each size, not across sizes or corpora."""
     rows = list(pairs)
-    flips = [(a, b) for a, b in combinations(rows, 2)
-             if (pairs[a][0] - pairs[b][0]) * (pairs[a][1] - pairs[b][1]) < 0]
-    tau = kendall_tau_b([pairs[row][0] for row in rows], [pairs[row][1] for row in rows]) if len(rows) >= 2 else None
+    same = [(i, j) for i, j in combinations(range(len(rows)), 2)
+            if groups is None or groups.get(rows[i]) == groups.get(rows[j])]
+    flips = [(rows[i], rows[j]) for i, j in same
+             if (pairs[rows[i]][0] - pairs[rows[j]][0]) * (pairs[rows[i]][1] - pairs[rows[j]][1]) < 0]
+    tau = kendall_tau_b([pairs[row][0] for row in rows], [pairs[row][1] for row in rows], same) if same else None
     within = [(a, b) for a, b in flips if noise is not None and abs(pairs[a][1] - pairs[b][1]) <= 2 * noise]
-    return ColumnOrder(column, rows, tau, flips, noise, within)
+    return ColumnOrder(column, rows, tau, flips, noise, within, proxy)

@@ -117,8 +117,12 @@ def order_lines(view: TableView) -> list[str]:
         if order.verdict == "insufficient":
             continue
         label = view.spec.column_by_id[column].label
+        if order.proxy:
+            label = f"{label} (paper) against {view.spec.column_by_id[order.proxy].label} (ours, a proxy)"
         tau = "undefined" if order.tau is None else f"{order.tau:.2f}"
-        name = lambda pair: f"{view.spec.row_by_id[pair[0]].label} ↔ {view.spec.row_by_id[pair[1]].label}"  # noqa: E731
+        row = lambda r: f"{view.spec.row_by_id[r].group}: " if view.spec.row_by_id[r].group else ""  # noqa: E731
+        name = lambda pair: (row(pair[0]) + f"{view.spec.row_by_id[pair[0]].label} ↔ "  # noqa: E731
+                             f"{view.spec.row_by_id[pair[1]].label}")
         flips = "; ".join(name(pair) + (" (within 2σ)" if pair in order.noise_flips else "") for pair in order.flips)
         noise = f"; seed σ = {order.noise:.3g}" if order.noise is not None else ""
         lines.append(f"{label}: Kendall τ = {tau} over {len(order.rows)} rows{noise}, order {order.verdict}"

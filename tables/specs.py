@@ -27,6 +27,7 @@ class Axis:
     result: dict = field(default_factory=dict)
     formula: str | None = None
     alternatives: dict = field(default_factory=dict)
+    order_proxy: str | None = None
     note: str = ""
 
 

@@ -35,3 +35,16 @@ def test_flips_within_the_seed_spread_are_told_apart():
     assert order.noise_flips == [("base", "pm")] and order.verdict == "differs"
     assert compare_order("ppl", pairs, noise=0.6).verdict == "differs only within seed noise"
     assert compare_order("ppl", pairs).noise_flips == []
+
+
+def test_a_proxy_column_is_named():
+    order = compare_order("avg_ppl", {"a": (60.0, 15.0), "b": (70.0, 14.0)}, proxy="train_ppl")
+    assert order.proxy == "train_ppl" and order.verdict == "differs"
+
+
+def test_rows_are_compared_within_their_group_only():
+    pairs = {"base_s": (30.0, 20.0), "concept_s": (28.0, 19.0), "base_m": (25.0, 21.0), "concept_m": (24.0, 22.0)}
+    groups = {"base_s": "s", "concept_s": "s", "base_m": "m", "concept_m": "m"}
+    order = compare_order("ppl", pairs, groups=groups)
+    assert order.flips == [("base_m", "concept_m")] and order.tau == 0.0
+    assert len(compare_order("ppl", pairs).flips) == 5  # across groups, size differences would count
