@@ -24,5 +24,5 @@ rule all:
     default_target: True
     input:
         eval_results(),
-        "results/tables/index.json",
-        "results/report/report.html",
+        f"{OUT}/tables/index.json",
+        f"{OUT}/report/report.html",

@@ -16,7 +16,7 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
 
 def micro_profile() -> dict:
     config = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
-    config["profile"] = "micro"
+    config["profile"] = "micro"  # outputs go to results/micro/
     config["corpus"]["synthetic"] = {"train_docs": 300, "valid_docs": 20, "test_docs": 20}
     config["tokenizer"]["vocab_size"] = 400
     config["defaults"]["model"].update(seq_len=64, d_model=32, n_layer=1, n_head=2)
@@ -47,19 +47,19 @@ def workdir(tmp_path_factory) -> Path:
 @pytest.mark.slow
 def test_dag_produces_results_tables_and_report(workdir):
     for exp in ("base_s", "pm_s"):
-        result = json.loads((workdir / f"results/runs/{exp}/seed0/eval/ppl.json").read_text())
+        result = json.loads((workdir / f"results/micro/runs/{exp}/seed0/eval/ppl.json").read_text())
         m = result["metrics"]
         assert m["test/oracle_ppl"] < m["test/ppl"] < m["test/unigram_ppl"]
         assert result["provenance"]["checkpoint_sha256"]
-        embedded = json.loads((workdir / f"results/runs/{exp}/seed0/eval/embedded.json").read_text())
+        embedded = json.loads((workdir / f"results/micro/runs/{exp}/seed0/eval/embedded.json").read_text())
         assert 0.0 <= embedded["metrics"]["embedded_choice/acc"] <= 1.0
-        assert (workdir / f"results/runs/{exp}/seed0/eval/embedded.samples.jsonl").stat().st_size > 0
-    codebook = json.loads((workdir / "results/runs/concept_k4/seed0/eval/codebook.json").read_text())
+        assert (workdir / f"results/micro/runs/{exp}/seed0/eval/embedded.samples.jsonl").stat().st_size > 0
+    codebook = json.loads((workdir / "results/micro/runs/concept_k4/seed0/eval/codebook.json").read_text())
     assert 0.0 < codebook["metrics"]["test/utilisation_pct"] <= 100.0
-    assert not (workdir / "results/runs/concept_k4/seed0/eval/embedded.json").exists()  # not in its evals
-    assert (workdir / "results/tables/index.json").is_file()
-    assert "oracle" in (workdir / "results/report/report.md").read_text().lower()
-    assert (workdir / "results/report/report.html").stat().st_size > 1000
+    assert not (workdir / "results/micro/runs/concept_k4/seed0/eval/embedded.json").exists()  # not in its evals
+    assert (workdir / "results/micro/tables/index.json").is_file()
+    assert "oracle" in (workdir / "results/micro/report/report.md").read_text().lower()
+    assert (workdir / "results/micro/report/report.html").stat().st_size > 1000
 
 
 @pytest.mark.slow

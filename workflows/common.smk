@@ -16,8 +16,12 @@ except ConfigError as error:
 EXPERIMENTS = resolve(PROFILE)
 CLI = f"{sys.executable} -m workflows.cli"
 ENV = "envs/repro.yaml"
-DATA = f"results/data/{PROFILE['corpus']['id']}"
-RUN = "results/runs/{experiment}/seed{seed}"
+# The embedded default writes results/; any other profile results/<profile>/ (same layout inside), so
+# profiles that share experiment ids (config/small.yaml) never overwrite each other's runs.
+OUT = "results" if PROFILE["profile"] == "embedded" else f"results/{PROFILE['profile']}"
+DATA = f"{OUT}/data/{PROFILE['corpus']['id']}"
+RUNS = f"{OUT}/runs"
+RUN = f"{RUNS}/{{experiment}}/seed{{seed}}"
 
 
 # lm-eval suites per harness eval name (evals/tasks/suites.yaml); embedded tasks come from the data stage.
@@ -36,7 +40,7 @@ def runs():
 
 def eval_results():
     """Every result JSON of the profile: the experiment's ``evals`` for each of its runs."""
-    return [f"results/runs/{e}/seed{s}/eval/{name}.json" for e, s in runs() for name in EXPERIMENTS[e]["evals"]]
+    return [f"{RUNS}/{e}/seed{s}/eval/{name}.json" for e, s in runs() for name in EXPERIMENTS[e]["evals"]]
 
 
 def data_settings_json():

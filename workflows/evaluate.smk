@@ -17,6 +17,8 @@ rule evaluate_ppl:
     log:
         f"{RUN}/logs/eval_ppl.log",
     threads: 1
+    resources:
+        gpu=1,
     conda:
         ENV
     shell:
@@ -43,6 +45,8 @@ rule evaluate_harness:
     log:
         f"{RUN}/logs/eval_{{suite}}.log",
     threads: 1
+    resources:
+        gpu=1,
     conda:
         ENV
     shell:
@@ -64,6 +68,8 @@ rule evaluate_codebook:
     log:
         f"{RUN}/logs/eval_codebook.log",
     threads: 1
+    resources:
+        gpu=1,
     conda:
         ENV
     shell:

@@ -32,6 +32,8 @@ rule pretrain:
         metrics=f"{RUN}/train/metrics.jsonl",
         stdout=f"{RUN}/logs/pretrain.log",
     threads: 1
+    resources:
+        gpu=1,
     conda:
         ENV
     shell:

@@ -5,29 +5,29 @@ rule tables:
     input:
         eval_results(),
     output:
-        "results/tables/index.json",
+        f"{OUT}/tables/index.json",
     params:
         python=sys.executable,
     log:
-        "results/logs/tables.log",
+        f"{OUT}/logs/tables.log",
     conda:
         ENV
     shell:
-        "{params.python} -m tables build --results results/runs --out results/tables > {log} 2>&1"
+        f"{{params.python}} -m tables build --results {RUNS} --out {OUT}/tables > {{log}} 2>&1"
 
 
 rule report:
     input:
-        "results/tables/index.json",
+        f"{OUT}/tables/index.json",
     output:
-        md="results/report/report.md",
-        html="results/report/report.html",
+        md=f"{OUT}/report/report.md",
+        html=f"{OUT}/report/report.html",
     params:
         python=sys.executable,
     log:
-        "results/logs/report.log",
+        f"{OUT}/logs/report.log",
     conda:
         ENV
     shell:
-        "{params.python} -m reports build --results results/runs --tables results/tables"
-        " --out results/report > {log} 2>&1"
+        f"{{params.python}} -m reports build --results {RUNS} --tables {OUT}/tables"
+        f" --out {OUT}/report > {{log}} 2>&1"
