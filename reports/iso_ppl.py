@@ -5,7 +5,8 @@ series and one panel per x.  ``source: results`` puts one point per experiment
 (x and y are result metrics, mean over seeds).  ``source: curve`` reads the
 validation curve of each series' last (largest) experiment: x is tokens,
 times the metric ``x`` names when it names one (tokens × FLOPs/token = FLOPs),
-and y is exp(valid/loss), the mean over seeds at each token count.  Each panel
+and y is exp(valid/loss), the mean over seeds at each token count; ``fit_from``
+keeps the points from that fraction of the curve's last x on.  Each panel
 gets the fits and the iso-PPL ratio of :mod:`reports.scaling`, set beside the
 paper's reading, which comes from the tables' reported data.
 """
@@ -52,7 +53,9 @@ def _curve_points(series: dict, panel: dict, results: dict[Metric, Reproduced], 
     if scale is None or not by_tokens:
         missing.append(f"{experiment} ({panel['x']['key'] if scale is None else 'validation curve'})")
         return []
-    return sorted((tokens * scale, fmean(ppls)) for tokens, ppls in by_tokens.items())
+    points = sorted((tokens * scale, fmean(ppls)) for tokens, ppls in by_tokens.items())
+    start = panel.get("fit_from", 0.0) * points[-1][0]  # warm-up and the first steps are no power law
+    return [point for point in points if point[0] >= start]
 
 
 def direction(reading: IsoRatio, reported: Printed | None) -> str:

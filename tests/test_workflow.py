@@ -70,6 +70,17 @@ def test_second_run_does_nothing(workdir):
 
 
 @pytest.mark.slow
+def test_another_interpreter_path_changes_nothing(workdir):
+    """A moved checkout or venv runs the jobs with another python path: not a change of settings."""
+    here = Path(sys.executable)
+    names = [f"python{v}" for v in ("", "3", f"3.{sys.version_info.minor}") if f"python{v}" != here.name]
+    python = next(here.parent / n for n in names if (here.parent / n).exists())  # same venv, another path
+    run = subprocess.run([str(python), *SNAKEMAKE[1:], "-d", str(workdir), "--configfile", str(workdir / "micro.yaml"),
+                          "-n"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "Nothing to be done" in run.stdout + run.stderr, run.stdout[-2000:]
+
+
+@pytest.mark.slow
 def test_changing_one_experiment_reruns_only_it(workdir):
     config = micro_profile()
     config["experiments"][1]["overrides"]["train.lr"] = 1e-3

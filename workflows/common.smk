@@ -14,7 +14,17 @@ except ConfigError as error:
     raise WorkflowError(f"invalid profile: {error}") from None
 
 EXPERIMENTS = resolve(PROFILE)
-CLI = f"{sys.executable} -m workflows.cli"
+# The interpreter running Snakemake runs the jobs. It reaches the shell through the environment, not
+# through params, so a moved checkout or another venv path does not count as changed settings.
+os.environ["REPRO_PYTHON"] = sys.executable
+
+
+envvars:
+    "REPRO_PYTHON",
+
+
+PYTHON = "$REPRO_PYTHON"
+CLI = f"{PYTHON} -m workflows.cli"
 ENV = "envs/repro.yaml"
 # The embedded default writes results/; any other profile results/<profile>/ (same layout inside), so
 # profiles that share experiment ids (config/small.yaml) never overwrite each other's runs.

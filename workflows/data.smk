@@ -84,7 +84,7 @@ rule embedded_tasks:
             "manifest.json",
         ),
     params:
-        python=sys.executable,
+        python=PYTHON,
         out=folder_of_output,
     log:
         f"{DATA}/logs/embedded_tasks.log",

@@ -38,7 +38,7 @@ rule evaluate_harness:
     wildcard_constraints:
         suite="|".join(HARNESS),
     params:
-        python=sys.executable,
+        python=PYTHON,
         run_dir=folder_of_input("weights", up=2),
         tasks=lambda wildcards: HARNESS[wildcards.suite],
         task_dir=lambda wildcards, input: f"--task-dir {os.path.dirname(input.tasks[0])}" if input.tasks else "",

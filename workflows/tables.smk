@@ -7,7 +7,7 @@ rule tables:
     output:
         f"{OUT}/tables/index.json",
     params:
-        python=sys.executable,
+        python=PYTHON,
     log:
         f"{OUT}/logs/tables.log",
     conda:
@@ -23,7 +23,7 @@ rule report:
         md=f"{OUT}/report/report.md",
         html=f"{OUT}/report/report.html",
     params:
-        python=sys.executable,
+        python=PYTHON,
     log:
         f"{OUT}/logs/report.log",
     conda:

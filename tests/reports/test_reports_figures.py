@@ -48,7 +48,7 @@ def runs(tmp_path_factory):
 def test_iso_ppl_ratios_and_table(runs):
     image, caption, table = iso_ppl(SPECS["conceptlm_fig1"], load_results(runs), read_curves(runs), {})
     assert image.startswith(b"\x89PNG") and "Missing" not in caption
-    ratios = [float(row[4]) for row in table.rows]
+    ratios = [float(row[4].split()[0]) for row in table.rows]  # "0.35 (extrapolated)" below the fitted half
     assert ratios == pytest.approx([0.9 ** 5, 0.9 ** 10, 0.9 ** 10 * 1.1], abs=0.006)
     assert [row[-1] for row in table.rows] == ["less"] * 3  # no reported values passed
 
@@ -82,3 +82,11 @@ def test_report_shows_fig1_fig5_and_iso_ppl_table(tmp_path, runs):
     assert {"conceptlm_fig1.png", "conceptlm_fig5_counts.png", "conceptlm_fig5.png"} <= \
         {path.name for path in (tmp_path / "report" / "figures").glob("*.png")}
     assert "<th>Ratio (paper)</th>" in (tmp_path / "report" / "report.html").read_text()
+
+
+def test_curve_panels_fit_the_second_half_only(runs):
+    from reports.iso_ppl import _curve_points
+
+    panel = next(p for p in SPECS["conceptlm_fig1"]["panels"] if p["source"] == "curve" and "key" not in p["x"])
+    points = _curve_points({"experiments": ["base_gpt2_m"]}, panel, load_results(runs), read_curves(runs), [])
+    assert panel["fit_from"] == 0.5 and [x for x, _ in points] == [2000, 4000]
