@@ -1,9 +1,9 @@
 """Codebook usage of a trained ConceptLM run on the test split (arXiv 2602.08984 App. E.3, Fig. 5).
 
 Every chunk of the test stream is assigned to its nearest code in each of the S segments, exactly
-as ``ConceptLM.forward`` assigns it during training: encoder states of the model's public parts
-(``embed``, the first ``insert_layer`` blocks), chunk states from ``concepts``, the transformed
-codes from ``quantizer.codes()`` and ``quantizer.assign``. The stream is read in the disjoint
+as ``ConceptLM.forward`` assigns it during training: ``encode`` (embeddings and the first
+``insert_layer`` blocks), ``chunk_states`` (mean pooling), the transformed codes from
+``quantizer.codes()`` and ``quantizer.assign``. The stream is read in the disjoint
 windows of ``seq_len`` tokens that the perplexity evaluation scores (``evals.perplexity``); each
 window of n input tokens gives floor(n/k) chunks (a trailing partial chunk is left out, as the model
 does), so a final window shorter than k gives none. The metrics are those of
@@ -20,10 +20,10 @@ import torch
 
 from common.errors import ReproError
 from common.io import atomic_write_json
-from evals.perplexity import load_trained
+from evals.perplexity import load_trained, window_batches
 from evals.result import result_record
 from models.quantizers import ProductVQ, codebook_usage
-from trainer.data import open_split, sequential_windows
+from trainer.data import open_split
 
 
 class CodebookEvalError(ReproError, ValueError):
@@ -33,25 +33,15 @@ class CodebookEvalError(ReproError, ValueError):
 @torch.no_grad()
 def chunk_codes(model: torch.nn.Module, block: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
     """Code index (B, T // k, S) of every chunk of the token ids ``block`` (B, T), as in ``forward``."""
-    x = model.embed(block)
-    for layer in model.blocks[:model.cfg.insert_layer]:
-        x = layer(x)
-    c, _ = model.concepts(x, codes)
-    return model.quantizer.assign(c, codes)
+    return model.quantizer.assign(model.chunk_states(model.encode(block)), codes)
 
 
 @torch.no_grad()
 def stream_codes(model: torch.nn.Module, tokens: np.ndarray, seq_len: int, batch_size: int) -> torch.Tensor:
     """Code index (chunks, S) of every chunk of the disjoint ``seq_len`` windows of ``tokens``."""
     codes = model.quantizer.codes()
-    windows = list(sequential_windows(len(tokens), seq_len))
-    out = []
-    for i in range(0, len(windows), batch_size):
-        group = windows[i:i + batch_size]
-        for length in sorted({n for _, n in group}):  # full windows batched; the short tail alone
-            block = np.stack([np.asarray(tokens[s:s + length], dtype=np.int64) for s, n in group if n == length])
-            out.append(chunk_codes(model, torch.from_numpy(block), codes).flatten(0, 1))
-    return torch.cat(out)
+    return torch.cat([chunk_codes(model, block.to(codes.device), codes).flatten(0, 1).cpu()
+                      for block in window_batches(tokens, seq_len, batch_size)])
 
 
 def evaluate_codebook(final_dir: Path, tokens_dir: Path, out_path: Path, batch_size: int = 16) -> dict:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -28,8 +29,9 @@ from trainer.checkpoint import CheckpointError, load_model_weights
 from trainer.data import open_split, read_manifest, sequential_windows
 
 
-def load_trained(final_dir: Path) -> tuple[torch.nn.Module, dict]:
-    """The model in ``final_dir`` and its manifest, after checking the weights' sha256."""
+def load_trained(final_dir: Path, device: str | None = None) -> tuple[torch.nn.Module, dict]:
+    """The model in ``final_dir`` (on ``device``; default the GPU when there is one) and its manifest,
+    after checking the weights' sha256."""
     final_dir = Path(final_dir)
     manifest_path = final_dir / "manifest.json"
     try:
@@ -43,23 +45,31 @@ def load_trained(final_dir: Path) -> tuple[torch.nn.Module, dict]:
     model_cfg = {k: v for k, v in manifest["config"]["model"].items() if k != "seq_len"}
     model = build_model(model_cfg, vocab_size=manifest["vocab_size"], seq_len=manifest["config"]["model"]["seq_len"])
     load_model_weights(model, weights)
-    return model.eval(), manifest
+    return model.eval().to(device or ("cuda" if torch.cuda.is_available() else "cpu")), manifest
+
+
+def window_batches(tokens: np.ndarray, seq_len: int, batch_size: int, extra: int = 0) -> Iterator[torch.Tensor]:
+    """(B, n + extra) int64 blocks of the disjoint ``seq_len`` windows of ``tokens`` (n tokens each,
+    ``extra`` more for targets), ``batch_size`` windows at a time: full windows batched, the short tail alone."""
+    windows = list(sequential_windows(len(tokens), seq_len))
+    for i in range(0, len(windows), batch_size):
+        group = windows[i:i + batch_size]
+        for length in sorted({n for _, n in group}):
+            yield torch.from_numpy(np.stack([np.asarray(tokens[s:s + length + extra], dtype=np.int64)
+                                             for s, n in group if n == length]))
 
 
 @torch.no_grad()
 def stream_nll(model: torch.nn.Module, tokens: np.ndarray, seq_len: int, batch_size: int) -> tuple[float, int]:
     """(summed NLL in nats, number of targets) over every target position of ``tokens``."""
     total, count = 0.0, 0
-    windows = list(sequential_windows(len(tokens), seq_len))
-    for i in range(0, len(windows), batch_size):
-        group = windows[i:i + batch_size]
-        for length in sorted({n for _, n in group}):  # full windows batched; the short tail alone
-            starts = [s for s, n in group if n == length]
-            block = torch.from_numpy(np.stack([np.asarray(tokens[s:s + length + 1], dtype=np.int64) for s in starts]))
-            logits = model(block[:, :-1])["logits"]
-            per_token = F.cross_entropy(logits.flatten(0, 1), block[:, 1:].flatten(), reduction="none")
-            total += per_token.double().sum().item()  # fp32 per token, summed in fp64: batching-independent
-            count += block[:, 1:].numel()
+    device = next(model.parameters()).device
+    for block in window_batches(tokens, seq_len, batch_size, extra=1):
+        block = block.to(device)
+        logits = model(block[:, :-1])["logits"]
+        per_token = F.cross_entropy(logits.flatten(0, 1).float(), block[:, 1:].flatten(), reduction="none")
+        total += per_token.double().sum().item()  # fp32 per token, summed in fp64: batching-independent
+        count += block[:, 1:].numel()
     return total, count
 
 

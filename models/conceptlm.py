@@ -140,15 +140,27 @@ class ConceptLM(TokenLM):
             if part is not None:
                 init_weights(part, cfg.init_std, cfg.concept_layers)
 
-    def concepts(self, x: torch.Tensor, codes: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Chunk states c (B, M, d) from encoder states x (B, T, d), M = T // k (§2.2), and the
-        predictions c_hat (B, M, d), row j predicting c_{j+1} from c_{<=j} (§2.3)."""
+    def encode(self, idx: torch.Tensor) -> torch.Tensor:
+        """Encoder states (B, T, d): the embeddings through the first ``insert_layer`` token layers."""
+        x = self.embed(idx)
+        for block in self.blocks[:self.cfg.insert_layer]:
+            x = block(x)
+        return x
+
+    def chunk_states(self, x: torch.Tensor) -> torch.Tensor:
+        """Mean-pooled chunk states c (B, M, d) of encoder states x (B, T, d), M = T // k (§2.2); a
+        trailing partial chunk is left out."""
         k = self.cfg.chunk_size
         m = x.shape[1] // k
-        if m == 0:  # shorter than one chunk: no concept exists yet (positions < k - 1 get zeros)
+        return x[:, :m * k].unflatten(1, (m, k)).mean(2)
+
+    def concepts(self, x: torch.Tensor, codes: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Chunk states c (B, M, d) of encoder states x (B, T, d) and the predictions c_hat (B, M, d),
+        row j predicting c_{j+1} from c_{<=j} (§2.3)."""
+        if x.shape[1] < self.cfg.chunk_size:  # no concept exists yet (positions < k - 1 get zeros)
             empty = x.new_zeros(x.shape[0], 0, x.shape[2])
             return empty, empty
-        c = x[:, :m * k].unflatten(1, (m, k)).mean(2)
+        c = self.chunk_states(x)
         z = c
         for block in self.concept_blocks:
             z = block(z)
@@ -175,9 +187,7 @@ class ConceptLM(TokenLM):
         """As ``TokenLM.forward``; with targets also the NCP / VQ losses that are on and, with a
         codebook, its usage metrics (``models.quantizers.codebook_usage``)."""
         cfg = self.cfg
-        x = self.embed(idx)
-        for block in self.blocks[:cfg.insert_layer]:
-            x = block(x)
+        x = self.encode(idx)
         codes = self.quantizer.codes() if self.quantizer is not None else None
         c, c_hat = self.concepts(x, codes)
         x = self.fuse(x, shift_broadcast(c_hat, cfg.chunk_size, idx.shape[1]))

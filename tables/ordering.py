@@ -53,11 +53,12 @@ def compare_order(column: str, pairs: dict[str, tuple[float, float]], noise: flo
     ``proxy`` names the column the reproduced means come from when it is not ``column``. With
     ``groups`` (row id -> block, e.g. a model size) only rows of the same block are compared: Table 1
     asks whether ConceptLM beats Base at each size, not across sizes or corpora."""
-    rows = list(pairs)
-    same = [(i, j) for i, j in combinations(range(len(rows)), 2)
-            if groups is None or groups.get(rows[i]) == groups.get(rows[j])]
-    flips = [(rows[i], rows[j]) for i, j in same
-             if (pairs[rows[i]][0] - pairs[rows[j]][0]) * (pairs[rows[i]][1] - pairs[rows[j]][1]) < 0]
-    tau = kendall_tau_b([pairs[row][0] for row in rows], [pairs[row][1] for row in rows], same) if same else None
+    everyone = list(pairs)
+    same = [(i, j) for i, j in combinations(range(len(everyone)), 2)
+            if groups is None or groups.get(everyone[i]) == groups.get(everyone[j])]
+    rows = [row for k, row in enumerate(everyone) if any(k in pair for pair in same)]  # rows with a partner
+    flips = [(everyone[i], everyone[j]) for i, j in same
+             if (pairs[everyone[i]][0] - pairs[everyone[j]][0]) * (pairs[everyone[i]][1] - pairs[everyone[j]][1]) < 0]
+    tau = kendall_tau_b([pairs[row][0] for row in everyone], [pairs[row][1] for row in everyone], same) if same else None
     within = [(a, b) for a, b in flips if noise is not None and abs(pairs[a][1] - pairs[b][1]) <= 2 * noise]
     return ColumnOrder(column, rows, tau, flips, noise, within, proxy)

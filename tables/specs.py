@@ -83,6 +83,10 @@ class TableSpec:
         for check in self.checks:
             if check.row not in self.row_by_id or check.column not in self.column_by_id:
                 raise DataError(self.path, None, "checks", f"unknown cell ({check.row}, {check.column})")
+        for column in self.columns:
+            if column.order_proxy is not None and column.order_proxy not in self.column_by_id:
+                raise DataError(self.path, None, f"columns.{column.id}.order_proxy",
+                                f"{column.order_proxy!r} is not a column of this table")
 
     def cell_type(self, row: str, column: str) -> str:
         """'number' or 'text': the row's type wins over the column's, then the table default."""

@@ -189,9 +189,22 @@ def test_a_profile_extends_another_by_merging(tmp_path):
     assert config["profile"] == "child" and config["defaults"]["train"]["lr"] == 3.0e-3  # merged, not replaced
     assert exps["pm_gpt2_xs"]["model"]["d_model"] == 32 and exps["pm_gpt2_xs"]["train"]["steps"] == 7
     assert exps["extra"]["model"]["n_head"] == 2 and exps["base_gpt2_xs"]["evals"] == ["ppl"]  # entry replaced
-    (tmp_path / "loop.yaml").write_text("extends: loop.yaml\n")
+    assert config["tokenizer"] == load_profile(ROOT / "config" / "default.yaml")["tokenizer"]  # not overridden
+    (tmp_path / "loop.yaml").write_text("extends: loop.yaml\nprofile: loop\n")
     with pytest.raises(ConfigError, match="extends chain returns to loop.yaml"):
         load_profile(tmp_path / "loop.yaml")
+    for text, words in [("extends: [a.yaml]\nprofile: x\n", "give one profile file name"),
+                        (f"extends: {ROOT / 'config' / 'default.yaml'}\n", "needs its own name")]:
+        (tmp_path / "bad.yaml").write_text(text)
+        with pytest.raises(ConfigError, match=words):
+            load_profile(tmp_path / "bad.yaml")
+
+
+def test_a_new_corpus_or_tokenizer_replaces_the_old_one_whole():
+    from workflows.experiments import load_profile
+
+    small = load_profile(ROOT / "config" / "small.yaml")
+    assert small["tokenizer"] == {"kind": "pretrained", "name": "gpt-neox"} and "synthetic" not in small["corpus"]
 
 
 def test_small_profile_keeps_the_grid_at_its_own_sizes():

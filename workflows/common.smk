@@ -8,8 +8,10 @@ from pathlib import Path
 
 from workflows.experiments import ConfigError, resolve, run_config, validate, with_parents
 
-try:  # a profile's `extends:` file is relative to config/
-    PROFILE = validate(with_parents(dict(config), Path(workflow.basedir) / "config", "profile"), "profile")
+# A profile's `extends:` file is relative to the profile (the last --configfile; config/ by default).
+FOLDER = Path(workflow.overwrite_configfiles[-1]).parent if workflow.overwrite_configfiles else Path(workflow.basedir) / "config"
+try:
+    PROFILE = validate(with_parents(dict(config), FOLDER, "profile"), "profile")
 except ConfigError as error:
     raise WorkflowError(f"invalid profile: {error}") from None
 

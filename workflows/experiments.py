@@ -5,10 +5,12 @@ An experiment is a named entry ``{id, base, overrides, seeds, evals}``. Its sett
 ``overrides`` (dotted keys such as ``model.n_layer: 6``). A ``sweep`` entry stands for one experiment
 per listed value (``conceptlm_n{model.codebook_size}`` with ``sweep: {model.codebook_size: [8, 16]}``).
 A new size or ablation is therefore one entry in a profile, never new code. ``evals`` lists what is
-measured on the runs; it is not part of the run settings, so changing it never re-trains. Everything is checked before the DAG is built, in two layers:
-the JSON schema (``config/schemas/config.schema.yaml``: unknown keys, types, ranges) and semantic
-checks (known model, heads dividing width, batch divisible by micro-batch, chunk size dividing the
-sequence length, synthetic-world fields). Every error is one line naming the key and the fix.
+measured on the runs; it is not part of the run settings, so changing it never re-trains. A profile
+may ``extends:`` another (``with_parents``). Everything is checked before the DAG is built, in two
+layers: the JSON schema (``config/schemas/config.schema.yaml``: unknown keys, types, ranges) and
+semantic checks (known model, heads dividing width, batch divisible by micro-batch, chunk size dividing
+the sequence length, embedded tasks only on the synthetic world, codebook evals only on models with a
+codebook, synthetic-world fields). Every error is one line naming the key and the fix.
 """
 from __future__ import annotations
 
@@ -46,11 +48,17 @@ def _read_yaml(path: Path) -> dict:
 
 def with_parents(config: dict, folder: Path, source: str = "config", seen: tuple = ()) -> dict:
     """The profile with its ``extends: <file>`` chain applied (the file is relative to ``folder``). The
-    child wins: mappings merge key by key; ``experiments`` merge by id (a known id is replaced by the
-    child's entry, new ids are appended); any other value is replaced. A scale profile (config/small.yaml)
+    child wins: mappings merge key by key, except ``corpus`` and ``tokenizer``, which are replaced whole;
+    ``experiments`` merge by id (a known id is replaced by the child's entry, new ids are appended); any
+    other value is replaced. The child must name itself (``profile``): its outputs go to results/<profile>/. A scale profile (config/small.yaml)
     thus reuses the embedded grid and restates only corpus, tokenizer, defaults and the sizes."""
     if not isinstance(config, dict) or "extends" not in config:
         return config
+    if not isinstance(config["extends"], str):
+        raise ConfigError(f"{source}: extends: give one profile file name, e.g. extends: default.yaml")
+    if config.get("profile") in (None, "embedded"):
+        raise ConfigError(f"{source}: profile: a profile that extends another needs its own name (not 'embedded'): "
+                          "its outputs go to results/<profile>/")
     parent_path = (folder / config["extends"]).resolve()
     if parent_path in seen:
         raise ConfigError(f"{source}: extends chain returns to {parent_path.name}; remove the cycle")
@@ -58,8 +66,11 @@ def with_parents(config: dict, folder: Path, source: str = "config", seen: tuple
     return _merge(parent, {k: v for k, v in config.items() if k != "extends"})
 
 
+_REPLACED_WHOLE = ("corpus", "tokenizer")  # a new corpus or tokenizer keeps nothing of the old one
+
+
 def _merge(parent, child, key: str = ""):
-    if isinstance(parent, dict) and isinstance(child, dict):
+    if isinstance(parent, dict) and isinstance(child, dict) and key not in _REPLACED_WHOLE:
         return {**parent, **{k: _merge(parent[k], v, k) if k in parent else v for k, v in child.items()}}
     if key == "experiments" and isinstance(parent, list) and isinstance(child, list):
         patches = {entry.get("id"): entry for entry in child if isinstance(entry, dict)}

@@ -48,7 +48,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rolling-context", type=int, default=1,
                    help="context_len of rolling windows (1 = lm-eval's hf backend)")
     p.add_argument("--bootstrap-iters", type=int, default=1000)
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--device", default="auto", help="cuda, cpu, ... (default: the GPU when there is one)")
     p.add_argument("--threads", type=int, help="torch threads")
     p.add_argument("--offline", action="store_true", help="set HF_HUB_OFFLINE/HF_DATASETS_OFFLINE (automatic for "
                                                           "embedded and local suites)")

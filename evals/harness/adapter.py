@@ -113,13 +113,14 @@ class ReproLM(TemplateLM):
     backend = "causal"
 
     def __init__(self, model: torch.nn.Module, tokenizer, *, max_length: int, batch_size: int = 16,
-                 max_gen_toks: int = 256, rolling_context_len: int = 1, device: str = "cpu",
+                 max_gen_toks: int = 256, rolling_context_len: int = 1, device: str = "auto",
                  info: dict | None = None):
         super().__init__()
         if not isinstance(batch_size, int) or batch_size < 1:
             raise HarnessError(f"batch_size must be a positive integer, got {batch_size!r} ('auto' is not supported)")
         if not 1 <= rolling_context_len <= max_length:
             raise HarnessError(f"rolling_context_len must be in [1, max_length={max_length}], got {rolling_context_len}")
+        device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         self.model = model.to(device).eval()
         self.tok = tokenizer
         self.max_length = int(max_length)

@@ -96,7 +96,7 @@ def evaluate(run_dir: str | Path, tokenizer: str | Path, tasks: str | list[str],
              local_root: str | Path | None = None, local_dir: str | Path | None = None,
              cache_dir: str | Path | None = None, samples_path: str | Path | None = None,
              expect_arch: str | None = None, rolling_context_len: int = 1, bootstrap_iters: int = 1000,
-             device: str = "cpu", offline: bool | None = None, suites: dict | None = None) -> dict:
+             device: str = "auto", offline: bool | None = None, suites: dict | None = None) -> dict:
     """Evaluate the run in ``run_dir`` (its ``final/`` checkpoint) and write the result JSON ``out``."""
     t0 = time.perf_counter()
     out = Path(out)

@@ -48,3 +48,20 @@ def test_rows_are_compared_within_their_group_only():
     order = compare_order("ppl", pairs, groups=groups)
     assert order.flips == [("base_m", "concept_m")] and order.tau == 0.0
     assert len(compare_order("ppl", pairs).flips) == 5  # across groups, size differences would count
+
+
+def test_rows_without_a_partner_in_their_group_are_not_compared():
+    order = compare_order("ppl", {"a": (1.0, 2.0), "b": (2.0, 1.0)}, groups={"a": "s", "b": "m"})
+    assert order.rows == [] and order.flips == [] and order.verdict == "insufficient"
+
+
+def test_an_unknown_order_proxy_is_a_spec_error(tmp_path):
+    from tables.specs import load_spec
+    from tables.validation import DataError
+
+    (tmp_path / "toy").mkdir()
+    spec = tmp_path / "toy" / "t.yaml"
+    spec.write_text("paper: toy\ntable: t\ntitle: T\nwhere: here\nrows: [{id: a, label: A}]\n"
+                    "columns: [{id: ppl, label: PPL, order_proxy: nope}]\n")
+    with pytest.raises(DataError, match="'nope' is not a column of this table"):
+        load_spec(spec)
