@@ -110,17 +110,19 @@ def _cell_verdict(view: CellView, order: ColumnOrder | None, row: str, spec: Tab
 
 def _column_order(spec: TableSpec, cells: dict, reported_column: str, reproduced_column: str) -> ColumnOrder:
     """Ordering of the rows' printed values in one column against their reproduced means in another
-    (the same column, or the column's ``order_proxy``), read against the largest seed spread."""
-    pairs, stds = {}, []
+    (the same column, or the column's ``order_proxy``), read against the largest seed spread of each
+    row group (a size of Table 1; the whole table when rows have no group)."""
+    pairs, spread = {}, {}
     for row in spec.rows:
         printed, ours = cells[row.id, reported_column].reported, cells[row.id, reproduced_column].reproduced
         if ours is not None and ours.std is not None:
-            stds.append(ours.std)
+            spread[row.group] = max(spread.get(row.group, 0.0), ours.std)
         if ours is not None and printed is not None and printed.printed is not None:
             pairs[row.id] = (printed.printed.value, ours.mean)
     proxy = None if reproduced_column == reported_column else reproduced_column
     groups = {row.id: row.group for row in spec.rows} if any(row.group for row in spec.rows) else None
-    return compare_order(reported_column, pairs, max(stds) if stds else None, proxy, groups)
+    noise = {row.id: spread[row.group] for row in spec.rows if row.id in pairs and row.group in spread}
+    return compare_order(reported_column, pairs, noise, proxy, groups)
 
 
 def _table_view(spec: TableSpec, paper: Paper | None, findings: dict[Ref, list[Finding]], reproducer: _Reproducer) -> TableView:

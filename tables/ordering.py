@@ -47,10 +47,11 @@ def kendall_tau_b(xs: list[float], ys: list[float], comparable: list[tuple[int, 
     return (sum(c > 0 for c in concordance) - sum(c < 0 for c in concordance)) / math.sqrt(untied_x * untied_y)
 
 
-def compare_order(column: str, pairs: dict[str, tuple[float, float]], noise: float | None = None,
+def compare_order(column: str, pairs: dict[str, tuple[float, float]], noise: float | dict[str, float] | None = None,
                   proxy: str | None = None, groups: dict[str, str] | None = None) -> ColumnOrder:
-    """``pairs`` maps row id -> (reported, reproduced mean); ``noise`` is a seed standard deviation;
-    ``proxy`` names the column the reproduced means come from when it is not ``column``. With
+    """``pairs`` maps row id -> (reported, reproduced mean); ``noise`` is a seed standard deviation, for
+    all rows or per row (rows without one have no noise estimate); ``proxy`` names the column the
+    reproduced means come from when it is not ``column``. With
     ``groups`` (row id -> block, e.g. a model size) only rows of the same block are compared: Table 1
     asks whether ConceptLM beats Base at each size, not across sizes or corpora."""
     everyone = list(pairs)
@@ -60,5 +61,7 @@ def compare_order(column: str, pairs: dict[str, tuple[float, float]], noise: flo
     flips = [(everyone[i], everyone[j]) for i, j in same
              if (pairs[everyone[i]][0] - pairs[everyone[j]][0]) * (pairs[everyone[i]][1] - pairs[everyone[j]][1]) < 0]
     tau = kendall_tau_b([pairs[row][0] for row in everyone], [pairs[row][1] for row in everyone], same) if same else None
-    within = [(a, b) for a, b in flips if noise is not None and abs(pairs[a][1] - pairs[b][1]) <= 2 * noise]
-    return ColumnOrder(column, rows, tau, flips, noise, within, proxy)
+    sigma = {row: noise for row in pairs} if isinstance(noise, (int, float)) else (noise or {})
+    within = [(a, b) for a, b in flips
+              if a in sigma and b in sigma and abs(pairs[a][1] - pairs[b][1]) <= 2 * max(sigma[a], sigma[b])]
+    return ColumnOrder(column, rows, tau, flips, max(sigma.values()) if sigma else None, within, proxy)

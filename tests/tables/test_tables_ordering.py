@@ -65,3 +65,10 @@ def test_an_unknown_order_proxy_is_a_spec_error(tmp_path):
                     "columns: [{id: ppl, label: PPL, order_proxy: nope}]\n")
     with pytest.raises(DataError, match="'nope' is not a column of this table"):
         load_spec(spec)
+
+
+def test_a_groups_seed_spread_is_not_applied_to_another_group():
+    pairs = {"base_s": (30.0, 20.0), "pm_s": (29.0, 20.1), "base_m": (25.0, 15.0), "pm_m": (24.0, 15.1)}
+    groups = {"base_s": "s", "pm_s": "s", "base_m": "m", "pm_m": "m"}
+    order = compare_order("ppl", pairs, {"base_s": 0.2, "pm_s": 0.2}, groups=groups)
+    assert order.flips == [("base_s", "pm_s"), ("base_m", "pm_m")] and order.noise_flips == [("base_s", "pm_s")]
