@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from corpora.sources import HF_CORPORA, CorpusError, HFCorpus, hf_documents, local_documents, write_corpus

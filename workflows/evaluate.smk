@@ -3,26 +3,29 @@
 # codebook usage of ConceptLM runs (evals/codebook.py). An experiment's `evals` picks among them.
 
 
-rule evaluate_ppl:
+# Evaluations that stream the token files (CLI `eval-ppl`, `eval-codebook`): one rule, the name a wildcard.
+rule evaluate_tokens:
     input:
         weights=f"{RUN}/final/model.safetensors",
         manifest=f"{RUN}/final/manifest.json",
         tokens=f"{DATA}/tokens/manifest.json",
     output:
-        f"{RUN}/eval/ppl.json",
+        f"{RUN}/eval/{{metric}}.json",
+    wildcard_constraints:
+        metric="ppl|codebook",
     params:
         cli=CLI,
         tokens=folder_of_input("tokens"),
         run_dir=folder_of_input("weights", up=2),
     log:
-        f"{RUN}/logs/eval_ppl.log",
+        f"{RUN}/logs/eval_{{metric}}.log",
     threads: 1
     resources:
         gpu=1,
     conda:
         ENV
     shell:
-        "{params.cli} eval-ppl --run-dir {params.run_dir} --tokens {params.tokens} --out {output}"
+        "{params.cli} eval-{wildcards.metric} --run-dir {params.run_dir} --tokens {params.tokens} --out {output}"
         " --threads {threads} > {log} 2>&1"
 
 
@@ -53,25 +56,3 @@ rule evaluate_harness:
         "{params.python} -m evals.harness --run-dir {params.run_dir} --tokenizer {input.tokenizer} --tasks {params.tasks}"
         " {params.task_dir} --out {output.result} --threads {threads} > {log} 2>&1"
 
-
-rule evaluate_codebook:
-    input:
-        weights=f"{RUN}/final/model.safetensors",
-        manifest=f"{RUN}/final/manifest.json",
-        tokens=f"{DATA}/tokens/manifest.json",
-    output:
-        f"{RUN}/eval/codebook.json",
-    params:
-        cli=CLI,
-        tokens=folder_of_input("tokens"),
-        run_dir=folder_of_input("weights", up=2),
-    log:
-        f"{RUN}/logs/eval_codebook.log",
-    threads: 1
-    resources:
-        gpu=1,
-    conda:
-        ENV
-    shell:
-        "{params.cli} eval-codebook --run-dir {params.run_dir} --tokens {params.tokens} --out {output}"
-        " --threads {threads} > {log} 2>&1"

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
