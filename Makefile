@@ -24,6 +24,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 reproduce: $(STAMP)
+	$(BIN)/python -m workflows.experiments $(PROFILE)
 	$(BIN)/snakemake --profile workflows/profiles/local --cores $(CORES) --configfile $(PROFILE)
 
 test: $(STAMP)
@@ -42,6 +43,7 @@ verify-local: $(STAMP)
 	  --out $(RUN_DIR)/eval/zeroshot_local.json
 
 lint: $(STAMP)
+	$(BIN)/python -m workflows.experiments $(PROFILE)
 	$(BIN)/snakemake --lint --configfile $(PROFILE)
 	$(BIN)/snakemake -n --configfile $(PROFILE)
 

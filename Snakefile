@@ -8,6 +8,11 @@ min_version("9.0")
 
 
 # --configfile PROFILE replaces the embedded default; a profile may `extends:` another (common.smk).
+# Snakemake itself reads --configfile: a missing file or a YAML syntax error is its message, before
+# this file runs; `python -m workflows.experiments PROFILE` (run by `make`) names file, line and column.
+if workflow.overwrite_configfiles and not config:
+    raise WorkflowError(f"{workflow.overwrite_configfiles[-1]}: the profile is empty; give profile, corpus, tokenizer, "
+                        "defaults and experiments (see config/default.yaml), or omit --configfile for the default")
 if not config:
 
     configfile: os.path.join(workflow.basedir, "config", "default.yaml")

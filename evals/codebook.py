@@ -23,7 +23,7 @@ from common.io import atomic_write_json
 from evals.perplexity import load_trained, window_batches
 from evals.result import result_record
 from models.quantizers import ProductVQ, codebook_usage
-from trainer.data import open_split
+from trainer.data import check_data, open_split
 
 
 class CodebookEvalError(ReproError, ValueError):
@@ -47,6 +47,7 @@ def stream_codes(model: torch.nn.Module, tokens: np.ndarray, seq_len: int, batch
 def evaluate_codebook(final_dir: Path, tokens_dir: Path, out_path: Path, batch_size: int = 16) -> dict:
     t0 = time.perf_counter()
     model, manifest = load_trained(final_dir)
+    check_data(manifest.get("data"), tokens_dir, final_dir)
     run_cfg = manifest["config"]
     if not isinstance(getattr(model, "quantizer", None), ProductVQ):
         raise CodebookEvalError(f"{final_dir}: model.arch={run_cfg['model']['arch']!r} has no product codebook; "

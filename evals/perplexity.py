@@ -26,7 +26,7 @@ from common.io import atomic_write_json, sha256_file
 from evals.result import result_record
 from models.registry import build_model
 from trainer.checkpoint import CheckpointError, load_model_weights
-from trainer.data import open_split, read_manifest, sequential_windows
+from trainer.data import check_data, open_split, read_manifest, sequential_windows
 
 
 def load_trained(final_dir: Path, device: str | None = None) -> tuple[torch.nn.Module, dict]:
@@ -83,6 +83,7 @@ def evaluate_perplexity(final_dir: Path, tokens_dir: Path, out_path: Path, batch
                         splits: tuple[str, ...] = ("valid", "test")) -> dict:
     t0 = time.perf_counter()
     model, manifest = load_trained(final_dir)
+    check_data(manifest.get("data"), tokens_dir, final_dir)
     tokens_manifest = read_manifest(tokens_dir)
     train_tokens = open_split(tokens_dir, "train")
     seq_len = manifest["config"]["model"]["seq_len"]

@@ -217,3 +217,40 @@ def test_small_profile_keeps_the_grid_at_its_own_sizes():
     s = small["conceptlm_pythia_s"]["model"]
     assert small["conceptlm_pythia_s_seg4h"]["model"]["n_segments"] == 4 * s["n_head"]
     assert small["conceptlm_pythia_s_len4th"]["model"]["seq_len"] * 4 == s["seq_len"]
+
+
+def test_profile_file_problems_are_one_line_naming_the_file(tmp_path, capsys):
+    """What Snakemake's own --configfile loading reports without a line or a file name (a YAML syntax
+    error, a missing file), the check `make` runs first reports in one line."""
+    from workflows.experiments import main
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("profile: x\ncorpus: {source: synthetic\ntokenizer: {}\n")
+    cases = {bad: "bad.yaml: not valid YAML (line 3, column 10", tmp_path / "missing.yaml": "missing.yaml: no such profile",
+             tmp_path / "empty.yaml": "empty.yaml: the profile is empty"}
+    (tmp_path / "empty.yaml").write_text("{}\n")
+    for path, needle in cases.items():
+        assert main([str(path)]) == 1
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and "\n" not in err and needle in err, err
+    assert main([str(Path(__file__).parents[1] / "config" / "default.yaml")]) == 0
+
+
+def test_empty_configfile_is_refused_by_snakemake_naming_it(tmp_path):
+    """`--configfile` of a file holding {} does not silently run the default grid."""
+    from tests.test_workflow import snakemake
+
+    (tmp_path / "micro.yaml").write_text("{}\n")
+    run = snakemake(tmp_path, "-n")
+    assert run.returncode != 0 and "micro.yaml: the profile is empty" in run.stdout + run.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_snakemake_config_errors_name_the_profile_file(tmp_path):
+    from tests.test_workflow import micro_profile, snakemake
+
+    config = micro_profile()
+    config["defaults"]["train"]["lr"] = -1
+    (tmp_path / "micro.yaml").write_text(yaml.safe_dump(config))
+    run = snakemake(tmp_path, "-n")
+    assert run.returncode != 0 and f"invalid profile: {tmp_path / 'micro.yaml'}: " in run.stdout + run.stderr

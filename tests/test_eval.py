@@ -88,3 +88,33 @@ def test_same_seed_gives_identical_results(tiny_data, run_cfg, tmp_path):
     Trainer(run_cfg, tiny_data["tokens"], tmp_path / "c").run()
     other = evaluate_perplexity(tmp_path / "c" / "final", tiny_data["tokens"], tmp_path / "c" / "ppl.json")
     assert other["metrics"]["test/ppl"] != results[0]["metrics"]["test/ppl"]
+
+
+def test_foreign_tokens_are_refused_naming_both_hashes(trained, tiny_data, tmp_path):
+    """Tokens of another corpus (same tokenizer, same vocabulary) are not scored as this run's."""
+    import shutil
+    from corpora.tokenization import load_tokenizer, tokenize_corpus
+    from trainer.data import DataError
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(tiny_data["corpus"], corpus)
+    test = corpus / "test.jsonl"
+    test.write_text(test.read_text().replace("cat", "dog"))
+    tokenize_corpus(corpus, load_tokenizer({"kind": "bpe"}, tiny_data["tokenizer"]), tmp_path / "tokens")
+    ours = json.loads((trained / "final" / "manifest.json").read_text())["data"]["splits"]["test"][:12]
+    with pytest.raises(DataError, match=f"splits .*differs from .*test: {ours}"):
+        evaluate_perplexity(trained / "final", tmp_path / "tokens", tmp_path / "ppl.json")
+    assert not (tmp_path / "ppl.json").exists()
+
+
+def test_checkpoint_without_data_record_is_refused(trained, tiny_data, tmp_path):
+    import shutil
+    from trainer.data import DataError
+
+    final = tmp_path / "final"
+    shutil.copytree(trained / "final", final)
+    manifest = json.loads((final / "manifest.json").read_text())
+    del manifest["data"]
+    (final / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(DataError, match="records no token data .* re-run 'pretrain'"):
+        evaluate_perplexity(final, tiny_data["tokens"], tmp_path / "ppl.json")

@@ -13,6 +13,12 @@ from trainer.data import DataError, WindowOrder, open_split
 from trainer.train import NonFiniteLossError, Trainer
 
 
+def metrics_rows(run_dir):
+    """The training log without its timings."""
+    return [{k: v for k, v in json.loads(line).items() if k != "tok_per_s"}
+            for line in (run_dir / "train" / "metrics.jsonl").read_text().splitlines()]
+
+
 def final_weights(run_dir):
     return load_file(str(run_dir / "final" / "model.safetensors"))
 
@@ -36,9 +42,7 @@ def test_resume_is_bitwise_equal_to_uninterrupted(tiny_data, run_cfg, tmp_path):
     assert a.keys() == b.keys()
     for k in a:
         assert torch.equal(a[k], b[k]), k
-    log = lambda d: [{k: v for k, v in json.loads(line).items() if k != "tok_per_s"}
-                     for line in (d / "train" / "metrics.jsonl").read_text().splitlines()]
-    assert log(tmp_path / "full") == log(tmp_path / "cut")
+    assert metrics_rows(tmp_path / "full") == metrics_rows(tmp_path / "cut")
 
 
 def test_nonfinite_loss_stops_before_step_and_keeps_checkpoint(tiny_data, run_cfg, tmp_path, monkeypatch):
@@ -73,11 +77,73 @@ def test_half_written_checkpoint_is_ignored(tiny_data, run_cfg, tmp_path):
     assert valid_checkpoints(tmp_path / "ckpt") == []
 
 
-def test_resume_refuses_another_config(tiny_data, run_cfg, tmp_path):
-    Trainer(run_cfg, tiny_data["tokens"], tmp_path).run(stop_after=4)
+def test_changed_config_sets_stale_checkpoint_aside_and_trains_afresh(tiny_data, run_cfg, tmp_path):
+    Trainer(run_cfg, tiny_data["tokens"], tmp_path / "cut").run(stop_after=4)
     run_cfg["train"]["lr"] = 1e-3
-    with pytest.raises(CheckpointError, match="written by config"):
-        Trainer(run_cfg, tiny_data["tokens"], tmp_path).run()
+    Trainer(run_cfg, tiny_data["tokens"], tmp_path / "fresh").run()
+    Trainer(run_cfg, tiny_data["tokens"], tmp_path / "cut").run()  # no error, no resume
+    assert (tmp_path / "cut" / "ckpt.stale" / "step-000004" / "COMPLETE").is_file()
+    a, b = final_weights(tmp_path / "fresh"), final_weights(tmp_path / "cut")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert metrics_rows(tmp_path / "fresh") == metrics_rows(tmp_path / "cut")
+
+
+def test_changed_tokens_set_stale_checkpoint_aside(tiny_data, run_cfg, tmp_path, capsys):
+    import shutil
+    from corpora.tokenization import load_tokenizer, tokenize_corpus
+
+    Trainer(run_cfg, tiny_data["tokens"], tmp_path / "run").run(stop_after=4)
+    tokens = tmp_path / "tokens"  # the same corpus tokenized again after an edit of one document
+    shutil.copytree(tiny_data["corpus"], tmp_path / "corpus")
+    lines = (tmp_path / "corpus" / "train.jsonl").read_text().splitlines()
+    lines[0] = json.dumps({**json.loads(lines[0]), "text": "the cat sleeps."})
+    (tmp_path / "corpus" / "train.jsonl").write_text("\n".join(lines) + "\n")
+    tokenize_corpus(tmp_path / "corpus", load_tokenizer({"kind": "bpe"}, tiny_data["tokenizer"]), tokens)
+    manifest = Trainer(run_cfg, tokens, tmp_path / "run").run()
+    out = capsys.readouterr().out
+    assert "data.splits.train" in out and "resuming at step" not in out
+    assert manifest["data"]["splits"]["train"] == json.loads((tokens / "manifest.json").read_text())["splits"]["train"]["sha256"]
+
+
+def test_completed_run_keeps_no_checkpoint_so_a_rerun_retrains(tiny_data, run_cfg, tmp_path):
+    Trainer(run_cfg, tiny_data["tokens"], tmp_path).run()
+    assert not (tmp_path / "ckpt").exists()
+    first = final_weights(tmp_path)
+    Trainer(run_cfg, tiny_data["tokens"], tmp_path).run()  # a forced re-run: trains all 12 steps again
+    assert [r["step"] for r in metrics_rows(tmp_path) if "loss" in r] == [2, 4, 6, 8, 10, 12]
+    assert all(torch.equal(first[k], v) for k, v in final_weights(tmp_path).items())
+
+
+def test_resume_restores_the_log_from_the_checkpoint(tiny_data, run_cfg, tmp_path):
+    """A log cut mid-line by a kill, or deleted by Snakemake, is rebuilt from the checkpoint's copy."""
+    Trainer(run_cfg, tiny_data["tokens"], tmp_path / "full").run()
+    for damage in ("partial", "deleted"):
+        run = tmp_path / damage
+        Trainer(run_cfg, tiny_data["tokens"], run).run(stop_after=6)
+        log = run / "train" / "metrics.jsonl"
+        if damage == "partial":
+            log.write_text(log.read_text() + '{"step": 7, "lo')
+        else:
+            log.unlink()
+        Trainer(run_cfg, tiny_data["tokens"], run).run()
+        assert metrics_rows(run) == metrics_rows(tmp_path / "full"), damage
+
+
+def test_interrupted_checkpoint_debris_is_removed(tiny_data, run_cfg, tmp_path):
+    Trainer(run_cfg, tiny_data["tokens"], tmp_path).run(stop_after=8)
+    ckpt = tmp_path / "ckpt"
+    (ckpt / ".tmp-step-000012-999").mkdir()
+    (ckpt / ".tmp-step-000012-999" / "model.safetensors").write_bytes(b"half")
+    (ckpt / "step-000004" / "COMPLETE").unlink()  # a prune killed half-way
+    trainer = Trainer(run_cfg, tiny_data["tokens"], tmp_path)
+    assert trainer.resume()[0] == 8
+    assert sorted(p.name for p in ckpt.iterdir()) == ["step-000008"]
+
+
+def test_short_validation_split_is_a_clear_error_before_training(tiny_data, run_cfg, tmp_path):
+    run_cfg["model"]["seq_len"] = 4096
+    with pytest.raises(DataError, match="valid split has .* fewer than one window"):
+        Trainer(run_cfg, tiny_data["tokens"], tmp_path)
 
 
 def test_token_hash_mismatch_is_an_error(tiny_data, tmp_path):

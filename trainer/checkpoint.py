@@ -4,13 +4,21 @@ Layout of a run directory::
 
     ckpt/step-000200/model.safetensors      rolling checkpoints (never Snakemake outputs)
                      optimizer.safetensors  AdamW moments + RNG states, as tensors
-                     state.json             step, data position, config hash, file hashes
+                     metrics.jsonl          the training log up to this step
+                     state.json             step, data position, binding, file hashes
                      COMPLETE               written last: a folder without it is ignored
-    final/model.safetensors, final/manifest.json   the only declared outputs
+    final/model.safetensors, final/manifest.json, train/metrics.jsonl   the declared outputs
 
 A checkpoint is written into a hidden temporary folder and renamed into place (OLMo), and only a
 folder holding the ``COMPLETE`` marker counts (torchtitan). Loading re-hashes the files, so a
 truncated or edited checkpoint is a clear error, not a silent wrong resume.
+
+A checkpoint is *bound* to everything that determines its training: the run config's hash (which
+covers every model default, ``workflows.experiments.explicit_model``) and the token data (the
+tokenizer's hash and every split's sha256, ``trainer.data.data_binding``). A resume happens only
+when the binding matches; a stale ``ckpt/`` is set aside as ``ckpt.stale/`` (``set_aside``) and the
+run starts afresh, so no edit of a setting, the tokenizer or the tokens can resurrect old weights.
+Debris of killed writes (``.tmp-step-*`` folders, folders without the marker) is removed on start.
 """
 from __future__ import annotations
 
@@ -24,9 +32,10 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from common.errors import ReproError
-from common.io import WriteError, atomic_write_json, sha256_file
+from common.io import WriteError, atomic_write_json, atomic_write_text, sha256_file
 
 MARKER = "COMPLETE"
+METRICS = "metrics.jsonl"
 
 
 class CheckpointError(ReproError, RuntimeError):
@@ -87,8 +96,10 @@ def load_model_weights(model: torch.nn.Module, path: Path) -> None:
                               f"{unexpected[:3]}); the checkpoint belongs to another model config")
 
 
-def save_checkpoint(ckpt_root: Path, step: int, model, opt, state: dict, keep: int = 2) -> Path:
-    """Write ``ckpt_root/step-XXXXXX`` atomically and prune all but the newest ``keep``."""
+def save_checkpoint(ckpt_root: Path, step: int, model, opt, state: dict, keep: int = 2,
+                    metrics: str = "") -> Path:
+    """Write ``ckpt_root/step-XXXXXX`` atomically (with ``metrics``, the training log so far) and prune
+    all but the newest ``keep``."""
     ckpt_root = Path(ckpt_root)
     final = ckpt_root / f"step-{step:06d}"
     tmp = ckpt_root / f".tmp-step-{step:06d}-{os.getpid()}"
@@ -101,7 +112,8 @@ def save_checkpoint(ckpt_root: Path, step: int, model, opt, state: dict, keep: i
         if torch.cuda.is_available():
             opt_tensors["rng.cuda"] = torch.cuda.get_rng_state()
         save_file(opt_tensors, str(tmp / "optimizer.safetensors"))
-        files = {n: sha256_file(tmp / n) for n in ("model.safetensors", "optimizer.safetensors")}
+        atomic_write_text(tmp / METRICS, metrics)
+        files = {n: sha256_file(tmp / n) for n in ("model.safetensors", "optimizer.safetensors", METRICS)}
         atomic_write_json(tmp / "state.json", {**state, "step": step, "param_groups": groups, "sha256": files})
         (tmp / MARKER).write_text("ok\n")
         if final.exists():
@@ -112,8 +124,43 @@ def save_checkpoint(ckpt_root: Path, step: int, model, opt, state: dict, keep: i
         hint = "the disk is full: free space and resume" if e.errno == errno.ENOSPC else str(e)
         raise WriteError(e.errno, f"could not write checkpoint {final}: {hint}; earlier checkpoints are intact") from e
     for old in valid_checkpoints(ckpt_root)[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
+        _remove(old)
     return final
+
+
+def _remove(folder: Path) -> None:
+    """Delete a checkpoint folder marker first, so a kill half-way leaves a folder that no longer counts."""
+    (folder / MARKER).unlink(missing_ok=True)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def clean_debris(ckpt_root: Path) -> list[Path]:
+    """Remove what killed writes leave behind: hidden ``.tmp-step-*`` folders and step folders without
+    the ``COMPLETE`` marker (half-written or half-pruned). Returns the removed paths."""
+    ckpt_root = Path(ckpt_root)
+    if not ckpt_root.is_dir():
+        return []
+    debris = [p for p in ckpt_root.glob(".tmp-step-*")] + [p for p in ckpt_root.glob("step-*")
+                                                            if not (p / MARKER).is_file()]
+    for path in debris:
+        shutil.rmtree(path, ignore_errors=True)
+    return debris
+
+
+def set_aside(ckpt_root: Path) -> Path:
+    """Move a stale ``ckpt/`` to ``ckpt.stale/`` (replacing an older one) and return the new path."""
+    ckpt_root = Path(ckpt_root)
+    stale = ckpt_root.with_name(ckpt_root.name + ".stale")
+    shutil.rmtree(stale, ignore_errors=True)
+    os.replace(ckpt_root, stale)
+    return stale
+
+
+def remove_checkpoints(ckpt_root: Path) -> None:
+    """Delete ``ckpt/`` once ``final/`` is written: a completed run keeps no state a re-run could resume."""
+    for ckpt in valid_checkpoints(ckpt_root):
+        _remove(ckpt)
+    shutil.rmtree(ckpt_root, ignore_errors=True)
 
 
 def valid_checkpoints(ckpt_root: Path) -> list[Path]:
@@ -123,16 +170,45 @@ def valid_checkpoints(ckpt_root: Path) -> list[Path]:
     return sorted(p for p in Path(ckpt_root).glob("step-*") if (p / MARKER).is_file())
 
 
-def load_checkpoint(path: Path, model, opt, config_hash: str) -> dict:
-    """Restore model, optimizer and RNG from ``path``; return its state.json."""
-    state_path = path / "state.json"
+def read_state(path: Path) -> dict:
+    """The ``state.json`` of checkpoint folder ``path``."""
+    state_path = Path(path) / "state.json"
     try:
-        state = json.loads(state_path.read_text())
+        return json.loads(state_path.read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise CheckpointError(f"{state_path}: unreadable ({e}); delete {path} to resume from the previous checkpoint") from e
-    if state.get("config_hash") != config_hash:
-        raise CheckpointError(f"{path} was written by config {state.get('config_hash')}, this run is {config_hash}; "
-                              f"delete {path.parent} to start afresh, or restore the original config")
+
+
+def binding_difference(state: dict, binding: dict) -> str | None:
+    """What differs between the binding a checkpoint was written under and ``binding`` (None: same),
+    e.g. ``data.splits.train 3f2a.. -> 91c0..``."""
+    stored = state.get("binding")
+    if not isinstance(stored, dict):
+        return "it records no binding to its data (written by an older version)"
+    old, new = _flatten(stored), _flatten(binding)
+    changed = [key for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
+    if not changed:
+        return None
+    return "; ".join(f"{key} {str(old.get(key))[:12]} -> {str(new.get(key))[:12]}" for key in changed)
+
+
+def _flatten(tree: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def load_checkpoint(path: Path, model, opt, binding: dict) -> dict:
+    """Restore model, optimizer and RNG from ``path``; return its state.json (with ``metrics``, the
+    training log through its step). Refuses a checkpoint of another binding."""
+    state = read_state(path)
+    difference = binding_difference(state, binding)
+    if difference:
+        raise CheckpointError(f"{path} belongs to another run ({difference}); delete {path.parent} to start afresh")
     for name, digest in state["sha256"].items():
         if not (path / name).is_file() or sha256_file(path / name) != digest:
             raise CheckpointError(f"{path / name}: missing or corrupted (sha256 mismatch); delete {path} to resume "
@@ -144,4 +220,4 @@ def load_checkpoint(path: Path, model, opt, config_hash: str) -> dict:
     if cuda_rng is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state(cuda_rng)
     load_optimizer(opt, tensors, state["param_groups"])
-    return state
+    return {**state, "metrics": (path / METRICS).read_text()}

@@ -59,6 +59,31 @@ def open_split(tokens_dir: Path, split: str, verify: bool = True) -> np.memmap:
     return np.memmap(path, dtype=dtype, mode="r")
 
 
+def data_binding(manifest: dict) -> dict:
+    """What a model trained on these tokens is bound to: the tokenizer's hash, the corpus manifest's
+    hash and every split's sha256. Recorded in checkpoints and ``final/manifest.json``."""
+    return {"tokenizer_sha256": manifest["tokenizer_sha256"], "corpus_sha256": manifest.get("corpus_sha256"),
+            "splits": {split: entry["sha256"] for split, entry in sorted(manifest["splits"].items())}}
+
+
+def check_data(recorded: dict | None, tokens_dir: Path, where: Path) -> None:
+    """Refuse token files other than those the checkpoint in ``where`` was trained on."""
+    if not isinstance(recorded, dict):
+        raise DataError(f"{where}: the checkpoint records no token data (written by an older version); "
+                        "delete its final/ folder and re-run 'pretrain'")
+    given = data_binding(read_manifest(tokens_dir))
+    for key in ("tokenizer_sha256", "splits"):
+        if recorded.get(key) != given[key]:
+            raise DataError(f"{tokens_dir}: {key} {_short(given[key])} differs from {_short(recorded.get(key))} that "
+                            f"{where} was trained on; evaluate with the run's own tokens, or re-run 'pretrain'")
+
+
+def _short(value) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {str(v)[:12]}" for k, v in value.items()) + "}"
+    return str(value)[:16]
+
+
 def order_key(manifest: dict, split: str) -> int:
     """64-bit integer tying the data order to the exact token content of ``split``."""
     return int(manifest["splits"][split]["sha256"][:16], 16)

@@ -1,7 +1,13 @@
 """Training metrics as JSON lines: one object per logged step (``step``, ``tokens``, ``loss``,
 ``loss/<term>``, ``lr``, ``grad_norm``, ``tok_per_s``) and per validation (``split: valid``,
-``valid/loss``). On resume, rows past the checkpoint are dropped first, so the log of a resumed
-run equals that of an uninterrupted one (timings aside)."""
+``valid/loss``).
+
+The trainer owns the file (it is a declared output of the ``pretrain`` rule, never a Snakemake
+``log:``, which Snakemake erases before a job). Every checkpoint stores the log up to its step, and
+a resumed run starts the file again from that copy: so the log of a resumed run equals that of an
+uninterrupted one (timings aside), whatever happened to the file in between (a kill mid-line,
+Snakemake deleting the outputs of the failed job).
+"""
 from __future__ import annotations
 
 import json
@@ -11,16 +17,16 @@ from common.io import atomic_write_text
 
 
 class MetricsLog:
-    def __init__(self, path: Path, keep_through_step: int, enabled: bool = True):
-        """``enabled=False`` (DDP ranks other than 0) keeps rows in memory only."""
+    def __init__(self, path: Path, text: str = "", enabled: bool = True):
+        """Start the log at ``path`` with ``text`` (the rows a checkpoint stored; empty for a fresh run).
+        ``enabled=False`` (DDP ranks other than 0) keeps rows in memory only."""
         self.path = Path(path) if enabled else None
-        self.rows: list[dict] = []
-        if self.path is None:
-            return
-        if self.path.is_file():
-            rows = [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
-            self.rows = [r for r in rows if r["step"] <= keep_through_step]
-        atomic_write_text(self.path, "".join(json.dumps(r) + "\n" for r in self.rows))
+        self.rows: list[dict] = [json.loads(line) for line in text.splitlines() if line.strip()]
+        if self.path is not None:
+            atomic_write_text(self.path, self.text())
+
+    def text(self) -> str:
+        return "".join(json.dumps(r) + "\n" for r in self.rows)
 
     def append(self, row: dict) -> None:
         self.rows.append(row)

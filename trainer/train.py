@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 import os
+import signal
+import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -27,8 +29,9 @@ from common.errors import ReproError
 from common.io import atomic_write_json, config_hash, sha256_file
 from models.losses import opaque_to_compile
 from models.registry import build_model, flops_per_token
-from trainer.checkpoint import load_checkpoint, save_checkpoint, save_weights, valid_checkpoints
-from trainer.data import WindowOrder, gather_windows, open_split, order_key, read_manifest
+from trainer.checkpoint import (binding_difference, clean_debris, load_checkpoint, read_state, remove_checkpoints,
+                                save_checkpoint, save_weights, set_aside, valid_checkpoints)
+from trainer.data import DataError, WindowOrder, data_binding, gather_windows, open_split, order_key, read_manifest
 from trainer.metrics import MetricsLog
 
 
@@ -77,6 +80,12 @@ class Trainer:
         self.seq_len = run_cfg["model"]["seq_len"]
         self.train_tokens = open_split(self.tokens_dir, "train")
         self.valid_tokens = open_split(self.tokens_dir, "valid")
+        if len(self.valid_tokens) < self.seq_len + 1:
+            raise DataError(f"{self.tokens_dir}: the valid split has {len(self.valid_tokens)} tokens, fewer than one "
+                            f"window of model.seq_len+1={self.seq_len + 1}; give the corpus a larger validation split "
+                            "or use a shorter model.seq_len")
+        # what a checkpoint of this run is bound to (trainer.checkpoint): settings and token data
+        self.binding = {"config_hash": self.config_hash, "data": data_binding(manifest)}
         self.order = WindowOrder(len(self.train_tokens), self.seq_len, run_cfg["seed"], order_key(manifest, "train"))
         self.model_kwargs = {k: v for k, v in run_cfg["model"].items() if k != "seq_len"}
         torch.manual_seed(run_cfg["seed"])
@@ -163,20 +172,20 @@ class Trainer:
 
     # --- the loop -------------------------------------------------------------------------------
     def run(self, stop_after: int | None = None) -> dict | None:
-        """Train to ``train.steps`` (resuming if a checkpoint exists) and write ``final/``.
+        """Train to ``train.steps`` (resuming if a checkpoint of the same binding exists) and write
+        ``final/``; a completed run removes its ``ckpt/``, so a forced re-run trains afresh.
 
         ``stop_after=k`` simulates an interruption: checkpoint after step k and return None.
         """
-        start = self.resume()
-        log = MetricsLog(self.run_dir / "train" / "metrics.jsonl", keep_through_step=start, enabled=self.rank == 0)
+        start, rows = self.resume()
+        self.log = MetricsLog(self.run_dir / "train" / "metrics.jsonl", rows, enabled=self.rank == 0)
         steps, tokens_per_step = self.t["steps"], self.t["batch_size"] * self.seq_len
-        if self.rank == 0:
-            print(f"[{self.cfg['id']} seed {self.cfg['seed']}] {self.model.num_params() / 1e6:.2f}M non-embedding "
-                  f"params | {tokens_per_step} tokens/step x {steps} steps = {tokens_per_step * steps / 1e6:.2f}M "
-                  f"tokens | {self.flops_per_token / 1e6:.1f} MFLOP/token | epoch = {self.order.n_windows} windows"
-                  + (f" | resuming at step {start}" if start else ""))
+        self._say(f"{self.model.num_params() / 1e6:.2f}M non-embedding params | {tokens_per_step} tokens/step x "
+                  f"{steps} steps = {tokens_per_step * steps / 1e6:.2f}M tokens | {self.flops_per_token / 1e6:.1f} "
+                  f"MFLOP/token | epoch = {self.order.n_windows} windows" + (f" | resuming at step {start}" if start else ""))
         self.model.train()
-        bar = tqdm(range(start, steps), initial=start, total=steps, disable=self.rank != 0, mininterval=2,
+        interactive = sys.stderr.isatty() and self.rank == 0  # a bar on a terminal, plain lines in a log file
+        bar = tqdm(range(start, steps), initial=start, total=steps, disable=not interactive, mininterval=2,
                    unit="step", desc=self.cfg["id"])
         wall0 = t0 = time.perf_counter()
         logged = start  # step of the previous log line, for tokens/s
@@ -186,47 +195,81 @@ class Trainer:
             if done % self.t["log_interval"] == 0 or done == steps:
                 rate = (done - logged) * tokens_per_step / (time.perf_counter() - t0)
                 row.update(step=done, tokens=done * tokens_per_step, tok_per_s=rate)
-                log.append(row)
+                self.log.append(row)
                 self._alert(row, done)
                 bar.set_postfix(loss=f"{row['loss']:.3f}", tok_s=f"{rate:.0f}")
+                if not interactive:
+                    self._say(f"step {done}/{steps} | loss {row['loss']:.4f} | lr {row['lr']:.2e} | {rate:.0f} tok/s")
                 logged, t0 = done, time.perf_counter()
             if done % self.t["eval_interval"] == 0 or done == steps:
-                log.append({"split": "valid", "step": done, "tokens": done * tokens_per_step,
-                            "valid/loss": self.valid_loss()})
+                self.log.append({"split": "valid", "step": done, "tokens": done * tokens_per_step,
+                                 "valid/loss": self.valid_loss()})
             if done % self.t["checkpoint_interval"] == 0 or done == stop_after:
                 self.checkpoint(done)
+            _fault_point(done)
             if done == stop_after:
                 return None
         bar.close()
-        return self.finish(log, time.perf_counter() - wall0)
+        return self.finish(time.perf_counter() - wall0)
 
-    def resume(self) -> int:
-        ckpts = valid_checkpoints(self.run_dir / "ckpt")
+    def _say(self, message: str) -> None:
+        if self.rank == 0:
+            print(f"[{self.cfg['id']} seed {self.cfg['seed']}] {message}", flush=True)
+
+    def resume(self) -> tuple[int, str]:
+        """(step, training log through it) of the newest checkpoint bound to this run; (0, "") when
+        there is none. Debris of killed writes is removed; a checkpoint of another binding (config,
+        tokenizer or tokens changed) is set aside as ``ckpt.stale/``, never resumed."""
+        root = self.run_dir / "ckpt"
+        if self.rank == 0:  # the other ranks wait, then read what rank 0 left
+            for path in clean_debris(root):
+                self._say(f"removed {path.name}, left by an interrupted checkpoint write")
+            ckpts = valid_checkpoints(root)
+            difference = ckpts and binding_difference(read_state(ckpts[-1]), self.binding)
+            if difference:
+                self._say(f"checkpoints in {root} belong to another run ({difference}): moved to {set_aside(root)}; "
+                          "training starts afresh")
+        if self.world > 1:
+            dist.barrier()
+        ckpts = valid_checkpoints(root)
         if not ckpts:
-            return 0
-        state = load_checkpoint(ckpts[-1], self.model, self.opt, self.config_hash)
-        return state["step"]
+            return 0, ""
+        state = load_checkpoint(ckpts[-1], self.model, self.opt, self.binding)
+        return state["step"], state["metrics"]
 
     def checkpoint(self, step: int) -> None:
         if self.rank == 0:
             save_checkpoint(self.run_dir / "ckpt", step, self.model, self.opt,
-                            {"config_hash": self.config_hash, "examples_seen": step * self.t["batch_size"]},
-                            keep=self.t["keep_checkpoints"])
+                            {"binding": self.binding, "examples_seen": step * self.t["batch_size"]},
+                            keep=self.t["keep_checkpoints"], metrics=self.log.text())
         if self.world > 1:
             dist.barrier()
 
-    def finish(self, log: "MetricsLog", wall: float) -> dict | None:
+    def finish(self, wall: float) -> dict | None:
         if self.rank != 0:
             return None
         final = self.run_dir / "final"
         final.mkdir(parents=True, exist_ok=True)
         save_weights(self.model, final / "model.safetensors")
         manifest = {"experiment": self.cfg["id"], "seed": self.cfg["seed"], "config": self.cfg,
-                    "config_hash": self.config_hash, "model_sha256": sha256_file(final / "model.safetensors"),
+                    "config_hash": self.config_hash, "data": self.binding["data"],
+                    "model_sha256": sha256_file(final / "model.safetensors"),
                     "vocab_size": self.model.cfg.vocab_size, "steps": self.t["steps"],
                     "tokens": self.t["steps"] * self.t["batch_size"] * self.seq_len,
                     "non_embedding_params": self.model.num_params(), "flops_per_token": self.flops_per_token,
-                    "final_train_loss": log.last("loss"), "final_valid_loss": log.last("valid/loss"),
+                    "final_train_loss": self.log.last("loss"), "final_valid_loss": self.log.last("valid/loss"),
                     "train_wall_time_s": round(wall, 2)}  # this process only (after a resume: the remainder)
         atomic_write_json(final / "manifest.json", manifest)
+        remove_checkpoints(self.run_dir / "ckpt")
         return manifest
+
+
+FAULT_ENV = "REPRO_SIGKILL_AFTER_STEP"
+
+
+def _fault_point(step: int) -> None:
+    """Test hook: ``REPRO_SIGKILL_AFTER_STEP=N`` kills this process with SIGKILL after step N (after its
+    log rows and checkpoint), as a crash or an OOM killer would; tests/test_rerun.py uses it through
+    Snakemake. Unset in every normal run."""
+    if os.environ.get(FAULT_ENV) == str(step):
+        os.kill(os.getpid(), signal.SIGKILL)

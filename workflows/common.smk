@@ -9,9 +9,11 @@ from pathlib import Path
 from workflows.experiments import ConfigError, resolve, run_config, validate, with_parents
 
 # A profile's `extends:` file is relative to the profile (the last --configfile; config/ by default).
-FOLDER = Path(workflow.overwrite_configfiles[-1]).parent if workflow.overwrite_configfiles else Path(workflow.basedir) / "config"
+# Errors name that file.
+SOURCE = str(workflow.overwrite_configfiles[-1]) if workflow.overwrite_configfiles else "config/default.yaml"
+FOLDER = Path(SOURCE).parent if workflow.overwrite_configfiles else Path(workflow.basedir) / "config"
 try:
-    PROFILE = validate(with_parents(dict(config), FOLDER, "profile"), "profile")
+    PROFILE = validate(with_parents(dict(config), FOLDER, SOURCE), SOURCE)
 except ConfigError as error:
     raise WorkflowError(f"invalid profile: {error}") from None
 
@@ -62,6 +64,12 @@ def data_settings_json():
 def run_settings_json(wildcards):
     return json.dumps(run_config(PROFILE, wildcards.experiment, int(wildcards.seed)), sort_keys=True)
 
+
+# Every job writes its console to its log; on failure the log's last lines go to Snakemake's console, so
+# the job's own error line is what the user sees, with or without --show-failed-logs.
+def logged(command):
+    """``command`` (which writes its console to {log}), showing the log's last lines on failure."""
+    return f"{command} > {{log}} 2>&1 || {{{{ tail -n 5 {{log}} >&2; exit 1; }}}}"
 
 # Settings files are written by the shell (no Python start-up per job); a change of the resolved
 # settings changes the params and re-runs exactly the affected jobs.

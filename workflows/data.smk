@@ -28,7 +28,7 @@ rule corpus:
     conda:
         ENV
     shell:
-        "{params.cli} corpus --settings {input} --out {params.out} > {log} 2>&1"
+        logged("{params.cli} corpus --settings {input} --out {params.out}")
 
 
 rule tokenizer:
@@ -45,7 +45,7 @@ rule tokenizer:
     conda:
         ENV
     shell:
-        "{params.cli} tokenizer --settings {input.settings} --corpus {params.corpus} --out {output} > {log} 2>&1"
+        logged("{params.cli} tokenizer --settings {input.settings} --corpus {params.corpus} --out {output}")
 
 
 rule tokenize:
@@ -64,8 +64,10 @@ rule tokenize:
     conda:
         ENV
     shell:
-        "{params.cli} tokenize --settings {input.settings} --corpus {params.corpus}"
-        " --tokenizer {input.tokenizer} --out {params.out} > {log} 2>&1"
+        logged(
+            "{params.cli} tokenize --settings {input.settings} --corpus {params.corpus}"
+            " --tokenizer {input.tokenizer} --out {params.out}"
+        )
 
 
 rule embedded_tasks:
@@ -91,4 +93,4 @@ rule embedded_tasks:
     conda:
         ENV
     shell:
-        "{params.python} -m evals.tasks.embedded --settings {input.settings} --out {params.out} > {log} 2>&1"
+        logged("{params.python} -m evals.tasks.embedded --settings {input.settings} --out {params.out}")

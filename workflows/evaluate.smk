@@ -25,8 +25,10 @@ rule evaluate_tokens:
     conda:
         ENV
     shell:
-        "{params.cli} eval-{wildcards.metric} --run-dir {params.run_dir} --tokens {params.tokens} --out {output}"
-        " --threads {threads} > {log} 2>&1"
+        logged(
+            "{params.cli} eval-{wildcards.metric} --run-dir {params.run_dir} --tokens {params.tokens} --out {output}"
+            " --threads {threads}"
+        )
 
 
 rule evaluate_harness:
@@ -53,6 +55,8 @@ rule evaluate_harness:
     conda:
         ENV
     shell:
-        "{params.python} -m evals.harness --run-dir {params.run_dir} --tokenizer {input.tokenizer} --tasks {params.tasks}"
-        " {params.task_dir} --out {output.result} --threads {threads} > {log} 2>&1"
+        logged(
+            "{params.python} -m evals.harness --run-dir {params.run_dir} --tokenizer {input.tokenizer} --tasks {params.tasks}"
+            " {params.task_dir} --out {output.result} --threads {threads}"
+        )
 

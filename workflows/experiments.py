@@ -37,13 +37,39 @@ def load_profile(path: str | Path) -> dict:
     return validate(with_parents(_read_yaml(path), path.parent, str(path)), str(path))
 
 
+def main(argv: list[str] | None = None) -> int:
+    """``python -m workflows.experiments PROFILE``: check a profile before Snakemake reads it (file
+    missing, YAML syntax with line and column, empty, schema and semantics), one line on error."""
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m workflows.experiments PROFILE.yaml", file=sys.stderr)
+        return 2
+    try:
+        profile = load_profile(argv[0])
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    n_runs = sum(len(exp["seeds"]) for exp in resolve(profile).values())
+    print(f"{argv[0]}: profile {profile['profile']!r}, {len(profile['experiments'])} entries, {n_runs} runs")
+    return 0
+
+
 def _read_yaml(path: Path) -> dict:
     if not path.is_file():
         raise ConfigError(f"{path}: no such profile; see config/ for the available ones")
     try:
-        return yaml.safe_load(path.read_text())
+        config = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from e
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(f"{path}: not valid YAML ({where}{problem}); fix the syntax there") from e
+    if config is None or config == {}:
+        raise ConfigError(f"{path}: the profile is empty; give profile, corpus, tokenizer, defaults and experiments "
+                          "(see config/default.yaml)")
+    return config
 
 
 def with_parents(config: dict, folder: Path, source: str = "config", seen: tuple = ()) -> dict:
@@ -106,7 +132,7 @@ def _schema_error(error: jsonschema.ValidationError, config: dict, source: str) 
         known = ", ".join(sorted(error.schema.get("properties", {})))
         unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
         return ConfigError(f"{source}: {where}: unknown key {unknown[0]!r}; known keys: {known}")
-    hint = error.schema.get("description", "")
+    hint = " ".join(error.schema.get("description", "").split())  # one line
     return ConfigError(f"{source}: {where}: {error.message}" + (f" ({hint})" if hint else ""))
 
 
@@ -291,3 +317,7 @@ def run_config(config: dict, exp_id: str, seed: int) -> dict:
     exp = experiments[exp_id]
     return {"id": exp_id, "seed": seed, "corpus": config["corpus"], "tokenizer": config["tokenizer"],
             **{s: exp[s] for s in SECTIONS}, "model": explicit_model(exp["model"])}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,5 +1,9 @@
 # Pretraining: one job per (experiment, seed). Rolling checkpoints live in ckpt/ and are not
-# outputs (Snakemake deletes the outputs of failed jobs); a re-run resumes from them.
+# outputs (Snakemake deletes the outputs of failed jobs); a re-run resumes from them only when they
+# are bound to the same settings and token data (trainer/checkpoint.py), and a completed run removes
+# them, so a forced or changed re-run trains afresh. The training log train/metrics.jsonl is an
+# output the trainer owns (each checkpoint keeps a copy to resume it from), never a Snakemake log:
+# Snakemake erases logs before a job. The job's log is its console, shown on failure.
 
 
 rule run_config:
@@ -24,18 +28,20 @@ rule pretrain:
     output:
         weights=f"{RUN}/final/model.safetensors",
         manifest=f"{RUN}/final/manifest.json",
+        metrics=f"{RUN}/train/metrics.jsonl",
     params:
         cli=CLI,
         tokens=folder_of_input("tokens"),
         run_dir=folder_of_input("config"),
     log:
-        metrics=f"{RUN}/train/metrics.jsonl",
-        stdout=f"{RUN}/logs/pretrain.log",
+        f"{RUN}/logs/pretrain.log",
     threads: 1
     resources:
         gpu=1,
     conda:
         ENV
     shell:
-        "{params.cli} pretrain --config {input.config} --tokens {params.tokens} --tokenizer {input.tokenizer}"
-        " --run-dir {params.run_dir} --threads {threads} > {log.stdout} 2>&1"
+        logged(
+            "{params.cli} pretrain --config {input.config} --tokens {params.tokens} --tokenizer {input.tokenizer}"
+            " --run-dir {params.run_dir} --threads {threads}"
+        )

@@ -13,7 +13,7 @@ rule tables:
     conda:
         ENV
     shell:
-        f"{{params.python}} -m tables build --results {RUNS} --out {OUT}/tables > {{log}} 2>&1"
+        logged(f"{{params.python}} -m tables build --results {RUNS} --out {OUT}/tables")
 
 
 rule report:
@@ -29,5 +29,7 @@ rule report:
     conda:
         ENV
     shell:
-        f"{{params.python}} -m reports build --results {RUNS} --tables {OUT}/tables"
-        f" --out {OUT}/report > {{log}} 2>&1"
+        logged(
+            f"{{params.python}} -m reports build --results {RUNS} --tables {OUT}/tables"
+            f" --out {OUT}/report"
+        )

@@ -3,7 +3,7 @@
 Every refusal is a one-line ``HarnessError`` raised before any evaluation starts: a checkpoint
 folder that is not one of ours (no manifest), weights whose sha256 differs from the manifest, a
 model family missing from ``models.registry`` or different from the one the caller expects, a
-tokenizer whose vocabulary does not match the model's.
+tokenizer other than the one the run was trained with (sha256 recorded in the manifest).
 """
 from __future__ import annotations
 
@@ -49,6 +49,13 @@ def load_for_eval(final_dir: Path, tokenizer_path: Path, expect_arch: str | None
         tok = load_tokenizer(tok_cfg, Path(tokenizer_path))
     except ReproError as e:
         raise HarnessError(str(e)) from e
+    trained_with = (manifest.get("data") or {}).get("tokenizer_sha256")
+    if trained_with is None:
+        raise HarnessError(f"{final_dir}/manifest.json records no tokenizer (written by an older version); delete "
+                           f"{final_dir} and re-run the 'pretrain' rule")
+    if tok.sha256 != trained_with:
+        raise HarnessError(f"{tokenizer_path}: tokenizer {tok.sha256[:16]} is not the one the checkpoint in {final_dir} "
+                           f"was trained with ({trained_with[:16]}); pass the tokenizer of the run's corpus")
     if tok.vocab_size != manifest["vocab_size"]:
         raise HarnessError(f"{tokenizer_path}: tokenizer has {tok.vocab_size} tokens, the checkpoint in {final_dir} "
                            f"was trained with {manifest['vocab_size']}; pass the tokenizer of the run's corpus")

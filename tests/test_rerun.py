@@ -1,0 +1,154 @@
+"""Re-runs through Snakemake, as a user makes them: a training job killed with SIGKILL and re-run,
+a forced re-run, an edited tokenizer, a failing job's error on the console.
+
+The kill is real: ``REPRO_SIGKILL_AFTER_STEP=N`` makes the training process SIGKILL itself after
+step N (``trainer.train._fault_point``), after its log rows and any checkpoint of that step, and
+Snakemake sees a failed job (it deletes the job's outputs, as it does after any failure).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from safetensors.torch import load_file
+
+from tests.test_workflow import SNAKEMAKE, micro_profile
+
+EXPERIMENTS = ("base_s", "pm_s")
+
+
+def rerun_profile() -> dict:
+    config = micro_profile()
+    config["experiments"] = [{"id": "base_s", "evals": ["ppl"]},
+                             {"id": "pm_s", "base": "base_s", "overrides": {"model.n_layer": 2}}]
+    return config
+
+
+def targets(workdir: Path) -> list[str]:
+    """The result files, relative to the working directory as Snakemake wants them."""
+    return [f"results/micro/runs/{e}/seed0/eval/ppl.json" for e in EXPERIMENTS]
+
+
+def snakemake(workdir: Path, *args: str, kill_after: int | None = None):
+    import subprocess
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    env.pop("REPRO_SIGKILL_AFTER_STEP", None)
+    if kill_after is not None:
+        env["REPRO_SIGKILL_AFTER_STEP"] = str(kill_after)
+    return subprocess.run(SNAKEMAKE + ["-d", str(workdir), "--configfile", str(workdir / "micro.yaml"), "--cores", "2",
+                                       *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+def run_dir(workdir: Path, exp: str) -> Path:
+    return workdir / f"results/micro/runs/{exp}/seed0"
+
+
+def weights(workdir: Path, exp: str) -> dict:
+    return load_file(str(run_dir(workdir, exp) / "final" / "model.safetensors"))
+
+
+def log_rows(workdir: Path, exp: str) -> list[dict]:
+    text = (run_dir(workdir, exp) / "train" / "metrics.jsonl").read_text()
+    return [{k: v for k, v in json.loads(line).items() if k != "tok_per_s"} for line in text.splitlines()]
+
+
+def result(workdir: Path, exp: str) -> dict:
+    r = json.loads((run_dir(workdir, exp) / "eval" / "ppl.json").read_text())
+    for key in ("wall_time_s", "created", "host", "git_dirty"):
+        r["provenance"].pop(key, None)
+    return r
+
+
+def pretrain_log(workdir: Path, exp: str) -> str:
+    return (run_dir(workdir, exp) / "logs" / "pretrain.log").read_text()
+
+
+def assert_same_runs(a: Path, b: Path) -> None:
+    for exp in EXPERIMENTS:
+        wa, wb = weights(a, exp), weights(b, exp)
+        assert wa.keys() == wb.keys() and all(bool((wa[k] == wb[k]).all()) for k in wa), exp
+        assert log_rows(a, exp) == log_rows(b, exp), exp
+        assert result(a, exp) == result(b, exp), exp
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    workdir = tmp_path_factory.mktemp("uninterrupted")
+    (workdir / "micro.yaml").write_text(yaml.safe_dump(rerun_profile()))
+    run = snakemake(workdir, *targets(workdir))
+    assert run.returncode == 0, run.stderr[-3000:]
+    return workdir
+
+
+@pytest.mark.slow
+def test_killed_training_resumes_to_the_uninterrupted_result_and_edits_retrain(reference, tmp_path):
+    workdir = tmp_path
+    (workdir / "micro.yaml").write_text(yaml.safe_dump(rerun_profile()))
+
+    # killed mid-run (checkpoint at 40, log rows to 50), then killed after the last checkpoint (80 of 80)
+    assert snakemake(workdir, *targets(workdir), kill_after=50).returncode != 0
+    assert not (run_dir(workdir, "base_s") / "final").exists()
+    assert snakemake(workdir, *targets(workdir), kill_after=80).returncode != 0
+    run = snakemake(workdir, *targets(workdir))
+    assert run.returncode == 0, run.stderr[-3000:]
+    for exp in EXPERIMENTS:
+        assert "resuming at step 80" in pretrain_log(workdir, exp)
+        assert not (run_dir(workdir, exp) / "ckpt").exists()  # a completed run keeps no checkpoint
+        assert json.loads((run_dir(workdir, exp) / "final" / "manifest.json").read_text())["final_valid_loss"]
+    assert_same_runs(reference, workdir)
+
+    # a forced re-run of a completed run trains afresh (nothing to resume), here killed at step 50
+    assert snakemake(workdir, *targets(workdir), "--forcerun", "pretrain", kill_after=50).returncode != 0
+    assert "resuming" not in pretrain_log(workdir, "base_s")
+    assert (run_dir(workdir, "base_s") / "ckpt" / "step-000040" / "COMPLETE").is_file()
+
+    # an edited tokenizer: every dependent run retrains, the stale checkpoint (old tokenizer) is set aside
+    tokenizer = workdir / "results/micro/data/world/tokenizer.json"
+    tokenizer.write_text(tokenizer.read_text() + "\n")  # same vocabulary, another file and hash
+    run = snakemake(workdir, *targets(workdir))
+    assert run.returncode == 0, run.stderr[-3000:]
+    new_hash = json.loads((workdir / "results/micro/data/world/tokens/manifest.json").read_text())["tokenizer_sha256"]
+    for exp in EXPERIMENTS:
+        log = pretrain_log(workdir, exp)
+        assert "belong to another run (data.tokenizer_sha256" in log and "resuming" not in log, log
+        manifest = json.loads((run_dir(workdir, exp) / "final" / "manifest.json").read_text())
+        assert manifest["data"]["tokenizer_sha256"] == new_hash
+    assert_same_runs(reference, workdir)  # same token ids, so the same training, now bound to the new file
+
+
+@pytest.mark.slow
+def test_changed_setting_retrains_without_a_manual_step(reference, tmp_path):
+    workdir = tmp_path
+    shutil.copytree(reference / "results", workdir / "results")
+    shutil.copytree(reference / ".snakemake", workdir / ".snakemake")
+    config = rerun_profile()
+    (workdir / "micro.yaml").write_text(yaml.safe_dump(config))
+    # a checkpoint left by an interrupted run of the old settings must not stop the new one
+    assert snakemake(workdir, *targets(workdir), "--forcerun", "pretrain", kill_after=50).returncode != 0
+    config["experiments"][1]["overrides"]["train.lr"] = 1e-3
+    (workdir / "micro.yaml").write_text(yaml.safe_dump(config))
+    run = snakemake(workdir, *targets(workdir))
+    assert run.returncode == 0, run.stderr[-3000:]
+    log = pretrain_log(workdir, "pm_s")
+    assert "belong to another run (config_hash" in log and "resuming" not in log
+    assert result(workdir, "base_s") == result(reference, "base_s")  # unchanged settings, result kept
+    assert weights(workdir, "pm_s")["blocks.0.attn.qkv.weight"].ne(weights(reference, "pm_s")["blocks.0.attn.qkv.weight"]).any()
+
+
+@pytest.mark.slow
+def test_failing_job_shows_its_own_error_on_the_console(tmp_path):
+    config = rerun_profile()
+    config["corpus"]["synthetic"]["valid_docs"] = 1  # shorter than one training window
+    config["defaults"]["model"]["seq_len"] = 1024
+    config["experiments"] = config["experiments"][:1]
+    (tmp_path / "micro.yaml").write_text(yaml.safe_dump(config))
+    run = snakemake(tmp_path, targets(tmp_path)[0])
+    assert run.returncode != 0
+    console = run.stdout + run.stderr
+    assert "error: " in console and "fewer than one window of model.seq_len+1=1025" in console, console[-3000:]
+    assert "not found" not in console.lower()
