@@ -139,9 +139,10 @@ class Block(nn.Module):
         return x + self.drop(self.mlp(self.ln2(x)))
 
 
-def init_weights(module: nn.Module, std: float, n_layer: int) -> None:
+def init_weights(module: nn.Module, std: float, n_layer: int | None) -> None:
     """GPT-2 initialisation: N(0, std) for matrices and embeddings, zero biases, and the residual
-    output projections scaled by 1/sqrt(2 * n_layer) (Radford et al. 2019, §2.3).
+    output projections scaled by 1/sqrt(2 * n_layer) (Radford et al. 2019, §2.3); ``n_layer=None``
+    leaves them at N(0, std) (GPT-NeoX and Llama in ``transformers``: no depth scaling).
 
     PyTorch's default N(0, 1) embedding init with a tied head blows the logits up and drives CPU
     arithmetic into denormals (4-5x slower steps), so every model of the suite uses this.
@@ -151,7 +152,7 @@ def init_weights(module: nn.Module, std: float, n_layer: int) -> None:
             nn.init.zeros_(p)
         elif p.dim() == 1:  # norm gains
             nn.init.ones_(p)
-        elif name.endswith("proj.weight"):
+        elif name.endswith("proj.weight") and n_layer is not None:
             nn.init.normal_(p, mean=0.0, std=std / math.sqrt(2 * n_layer))
         else:
             nn.init.normal_(p, mean=0.0, std=std)

@@ -29,7 +29,44 @@ trainer's ``train.loss_weights`` (default 1 each, the paper's L = NTP + NCP + VQ
   code transform only (§3 text and Fig. 3; the printed formula would also pull on the encoder).
 
 Every ambiguity of the paper listed in notes 000/001 and CODE_NOTES.md is a switch of
-``ConceptOptions`` whose default is the authors' Pythia code, which note 000 verified line by line.
+``ConceptOptions``. Its defaults are the authors' code for the backbone: the Pythia code (P, which
+note 000 verified line by line), with ``ConceptOptions.backbone_defaults`` giving the GPT-2 code's
+(G) and the Llama code's (L) differences on those backbones. Per backbone (CODE_NOTES item; file line):
+
+=======================  ==============================  =====================  =========================
+field                    GPT-2 (G)                       Pythia (P)             Llama (L)
+=======================  ==============================  =====================  =========================
+insert_layer             0 (§4.1, Table 14)              1 (§4.1, App. B.2)     1 (§4.1)
+fusion                   norm_add: ln_f(h) + ln_f(c)     add (11; P L546)       add (11; see below)
+                         (11; G L401-404)
+concept_norm             False (2; none in G)            True (2; P L60, L135)  False (L L756-773: heads
+                                                                                on the layers' output)
+code_transform           linear, bias-free (4; G         mlp (4; P L244-255)    mlp (4; L L506-517)
+                         L194-200, SimVQ default)
+vq_segment_reduction     sum (6; G L358)                 mean (6; P L493)       mean (6; L L745)
+concept positions        none (2; no wpe, no rotary)     rotary j*k (2; P L118) rotary j*k (2; L L720)
+=======================  ==============================  =====================  =========================
+
+Common to all three (recorded here, not switches):
+
+* coefficient heads: S ``nn.Linear(d, N)`` *with* bias (7; G L42, P L67, L L519/L556): here one
+  ``nn.Linear(d, S * N, bias=True)``, N(0, ``init_std``) with a zero bias, as ``post_init`` leaves them
+  (HF ``_init_weights``). S = ``n_head`` (4; G fixes it, P/L with ``vq_patch_ratio`` 1).
+* concept layers: backbone blocks built from the model's config (G L34, P L57, L L494-496), initialised
+  as the model's blocks, output projections included: 0.02 / sqrt(2 ``n_layer``) with the *model's*
+  ``n_layer`` on GPT-2 (HF ``GPT2PreTrainedModel._init_weights`` reads ``config.n_layer`` for every
+  ``GPT2Block``), unscaled 0.02 on Pythia and Llama (their HF ``_init_weights``; switch
+  ``scale_residual_init``, ``models.token_lm``). Same dropout as the backbone; the concept norm is the
+  backbone's norm with its eps (P L60).
+* codebook: frozen N(0, 1/d_s) base codes and an N(0, 0.02) transform with zero biases (5;
+  ``models.quantizers``).
+* the VQ in eval mode: G (L345) and L (L737) quantise only ``if self.training``, P always. Here the
+  assignment and the VQ loss are computed whenever targets are given (P): the logits are the same, the
+  trainer's validation reads the NTP loss only, and ``evals.codebook`` needs the assignment.
+* not reproduced from L (a documented deviation, no switch): its fusion ``h + sg(c_hat)`` (11), with
+  which the NTP loss cannot train the concept path, and its NCP target, the model's own argmax codes
+  (9); conceptlm_llama keeps P's fusion and NCP.
+
 ContextLM (``models.contextlm``) is this model with a linear predictor and no codebook or NCP.
 """
 from __future__ import annotations
@@ -43,7 +80,8 @@ from torch import nn
 from models.blocks import init_weights, make_norm
 from models.losses import linear_cross_entropy
 from models.quantizers import ProductVQ, codebook_usage
-from models.token_lm import TokenLM, block_matmul_params, make_block, make_rotary, token_lm_flops_per_token
+from models.token_lm import (TokenLM, block_matmul_params, make_block, make_rotary, residual_init_depth,
+                             token_lm_flops_per_token)
 
 CHOICES = {"predictor": ("codebook", "linear"), "code_transform": ("mlp", "linear"),
            "coefficients": ("raw", "softmax"), "fusion": ("add", "norm_add"),
@@ -54,18 +92,24 @@ CHOICES = {"predictor": ("codebook", "linear"), "code_transform": ("mlp", "linea
 class ConceptOptions:
     """Concept-path fields, mixed into a backbone config (``models.registry``). Defaults: §4.1 and
     the Pythia code; the switch each field resolves is named beside it."""
-    # GPT-2 main setting: L0 (§4.1, Table 14), fused as ln_f(h) + ln_f(c_hat) with no final norm after the
-    # concept layers, as the authors' GPT-2 code does (CODE_NOTES items 2, 11); plain add at L0 stalls training
-    backbone_defaults: ClassVar[dict] = {"gpt2": {"insert_layer": 0, "fusion": "norm_add", "concept_norm": False}}
+    # The authors' code per backbone (module docstring table). GPT-2: L0 (§4.1, Table 14); G's fusion
+    # ln_f(h) + ln_f(c_hat) (CODE_NOTES item 11), no norm after the concept layers (item 2), one bias-free
+    # linear code transform (item 4) and the VQ loss summed over segments (item 6). Llama: no norm after
+    # the concept layers (L L756-773). Pythia: the field defaults below (P).
+    backbone_defaults: ClassVar[dict] = {
+        "gpt2": {"insert_layer": 0, "fusion": "norm_add", "concept_norm": False, "code_transform": "linear",
+                 "vq_segment_reduction": "sum"},
+        "llama": {"concept_norm": False},
+    }
 
     chunk_size: int = 4                  # k tokens per concept (§4.1; Table 18 ablates 2/4/8/16)
     insert_layer: int = 1                # encoder depth: Pythia/Llama first layer (§4.1, App. B.2)
     concept_layers: int = 2              # concept transformer depth (§4.1; Table 5 ablates 6, 10)
-    concept_norm: bool = True            # final norm after the concept layers (Pythia code: yes; GPT-2 code: no)
+    concept_norm: bool = True            # final norm after the concept layers (Pythia code: yes; GPT-2, Llama code: no)
     predictor: str = "codebook"          # codebook: S heads x N coefficients over codes (§2.3); linear: ContextLM
     codebook_size: int = 64              # N codes per segment (§4.1; Table 16)
     n_segments: int | None = None        # S segments; None = n_head (§4.1; Table 17)
-    code_transform: str = "mlp"          # SimVQ 2-layer MLP + ReLU (§4.1, App. E.3) | linear (GPT-2 code)
+    code_transform: str = "mlp"          # SimVQ 2-layer MLP + ReLU (§4.1, App. E.3; P, L code) | linear (G code)
     coefficients: str = "raw"            # raw head outputs (code; §2.3 calls them probabilities and logits) | softmax
     fusion: str = "add"                  # h + c_hat (Pythia 'rawadd') | norm_add: ln_f(h) + ln_f(c_hat) (GPT-2 code)
     ncp: bool = True                     # compute the NCP loss (§3; Table 4 ablates it)
@@ -134,11 +178,12 @@ class ConceptLM(TokenLM):
         rotary = make_rotary(cfg, stride=cfg.chunk_size)
         self.concept_blocks = nn.ModuleList(make_block(cfg, rotary) for _ in range(cfg.concept_layers))
         self.concept_norm = make_norm(cfg.norm, d, cfg.norm_eps, cfg.bias) if cfg.concept_norm else nn.Identity()
-        self.concept_head = nn.Linear(d, S * N if cfg.predictor == "codebook" else d, bias=cfg.bias)
+        # with a bias on every backbone, as the authors' nn.Linear heads (CODE_NOTES item 7)
+        self.concept_head = nn.Linear(d, S * N if cfg.predictor == "codebook" else d, bias=True)
         self.quantizer = ProductVQ(d, S, N, cfg.code_transform) if cfg.predictor == "codebook" else None
         for part in (self.concept_blocks, self.concept_norm, self.concept_head, self.quantizer):
-            if part is not None:
-                init_weights(part, cfg.init_std, cfg.concept_layers)
+            if part is not None:  # output projections scaled by the model's depth, as the token blocks
+                init_weights(part, cfg.init_std, residual_init_depth(cfg))
 
     def encode(self, idx: torch.Tensor) -> torch.Tensor:
         """Encoder states (B, T, d): the embeddings through the first ``insert_layer`` token layers."""
@@ -182,6 +227,12 @@ class ConceptLM(TokenLM):
         target = c[:, 1:].detach() if self.cfg.ncp_detach_target else c[:, 1:]
         err = (c_hat[:, :-1] - target).pow(2)
         return err.mean() if self.cfg.ncp_reduction == "mean" else err.sum(-1).mean()
+
+    @staticmethod
+    def loss_names(cfg) -> tuple[str, ...]:
+        """The losses ``forward`` can return (``train.loss_weights`` keys): NTP, NCP and, with a codebook, VQ;
+        a term switched off (``ncp``/``vq`` false, Table 4) keeps its name, so an inherited weight stays valid."""
+        return ("ntp", "ncp") + (("vq",) if cfg.predictor == "codebook" else ())
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> dict:
         """As ``TokenLM.forward``; with targets also the NCP / VQ losses that are on and, with a

@@ -4,6 +4,11 @@
 HF GPT-2 stores its projections as ``Conv1D`` with weights laid out (in, out); ours are
 ``nn.Linear`` (out, in), so those matrices are transposed. The fused ``c_attn`` layout
 ``[q | k | v]`` is the same as ours.
+
+Tying: HF GPT-2 ties ``lm_head`` to ``wte`` (``tie_word_embeddings=True``), our GPT-2 default is untied
+(the ConceptLM authors' GPT-2 code, ``models.token_lm``). An import keeps the checkpoint's choice
+(tied for ``from_pretrained("gpt2")``, the head copied when a checkpoint is untied); an export writes
+ours (``tie_word_embeddings`` = ``tie_embeddings``, the head copied when untied).
 """
 from __future__ import annotations
 
@@ -35,7 +40,8 @@ def config_from_hf(hf_config, seq_len: int | None = None) -> TokenLMConfig:
         raise ValueError(f"GPT-2 activation {hf_config.activation_function!r} is not supported (gelu_new only)")
     return TokenLMConfig(vocab_size=hf_config.vocab_size, seq_len=seq_len or hf_config.n_positions,
                          d_model=hf_config.n_embd, n_layer=hf_config.n_layer, n_head=hf_config.n_head,
-                         norm_eps=hf_config.layer_norm_epsilon, dropout=0.0)
+                         norm_eps=hf_config.layer_norm_epsilon, dropout=0.0,
+                         tie_embeddings=getattr(hf_config, "tie_word_embeddings", True))
 
 
 @torch.no_grad()
@@ -49,6 +55,8 @@ def from_hf_gpt2(hf_model, seq_len: int | None = None) -> TokenLM:
         if ours == "wpe.weight":
             w = w[: cfg.seq_len]
         model.get_parameter(ours).copy_(w.T if transpose else w)
+    if not cfg.tie_embeddings:
+        model.lm_head.weight.copy_(hf_state["lm_head.weight"])
     return model
 
 
@@ -58,16 +66,18 @@ def to_hf_gpt2(model: TokenLM, **config_kwargs):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     cfg = model.cfg
-    if cfg.positional != "learned" or cfg.parallel_residual or not cfg.tie_embeddings or not cfg.bias:
-        raise ValueError("only GPT-2-style models (learned positions, sequential residual, tied head) export to GPT-2")
+    if cfg.positional != "learned" or cfg.parallel_residual or not cfg.bias:
+        raise ValueError("only GPT-2-style models (learned positions, sequential residual, biases) export to GPT-2")
     hf_cfg = GPT2Config(vocab_size=cfg.vocab_size, n_positions=cfg.seq_len, n_embd=cfg.d_model,
                         n_layer=cfg.n_layer, n_head=cfg.n_head, n_inner=cfg.mlp_ratio * cfg.d_model,
                         layer_norm_epsilon=cfg.norm_eps, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-                        **config_kwargs)
+                        tie_word_embeddings=cfg.tie_embeddings, **config_kwargs)
     hf_model = GPT2LMHeadModel(hf_cfg)
     state = hf_model.state_dict()
     for ours, (hf, transpose) in _name_map(cfg.n_layer).items():
         w = model.get_parameter(ours)
         state[hf].copy_(w.T if transpose else w)
+    if not cfg.tie_embeddings:
+        state["lm_head.weight"].copy_(model.lm_head.weight)
     hf_model.load_state_dict(state)
     return hf_model.eval()

@@ -6,9 +6,10 @@ config entry. ``build_model({"arch": "gpt2", "d_model": 128, ...}, vocab_size=..
 Token LMs: ``gpt2``, ``pythia``, ``llama`` (the backbones). The concept-level families and their
 token-space baseline sit on any backbone, named ``<family>_<backbone>`` (``conceptlm_gpt2``,
 ``contextlm_pythia``, ``mtp_llama``, ...): the config is the backbone's (same fields, same
-conventions) plus the family's options, with the family's per-backbone defaults (ConceptLM's
-insertion depth is 0 on GPT-2, 1 elsewhere, §4.1). So an experiment switches a Base model to
-ConceptLM by overriding ``model.arch`` alone.
+conventions) plus the family's options, with the family's per-backbone defaults: the authors' code
+for that backbone (``ConceptOptions.backbone_defaults``: on GPT-2 insertion depth 0, §4.1, and the GPT-2
+code's fusion, concept norm, code transform and VQ reduction; table in ``models.conceptlm``). So an
+experiment switches a Base model to ConceptLM by overriding ``model.arch`` alone.
 """
 from __future__ import annotations
 

@@ -254,3 +254,13 @@ def test_snakemake_config_errors_name_the_profile_file(tmp_path):
     (tmp_path / "micro.yaml").write_text(yaml.safe_dump(config))
     run = snakemake(tmp_path, "-n")
     assert run.returncode != 0 and f"invalid profile: {tmp_path / 'micro.yaml'}: " in run.stdout + run.stderr
+
+
+def test_loss_weight_keys_must_name_a_loss_of_the_model(profile):
+    """A typo (ncpp) would silently leave ncp at weight 1; a loss the model does not compute is refused."""
+    _entry(profile, "conceptlm_pythia_s")["overrides"]["train.loss_weights"] = {"ntp": 1.0, "ncpp": 0.5}
+    assert "train.loss_weights.ncpp: conceptlm_pythia has no loss 'ncpp'; its losses are ntp, ncp, vq" in _error(profile)
+    _entry(profile, "conceptlm_pythia_s")["overrides"]["train.loss_weights"] = {"vq": 0.5}
+    validate(profile)
+    profile["defaults"]["train"]["loss_weights"] = {"ntp": 1.0, "vq": 1.0}  # Base has no VQ loss
+    assert "has no loss 'vq'" in _error(profile)

@@ -38,6 +38,28 @@ def test_gpt2_matches_transformers_logits_both_directions():
         torch.testing.assert_close(ours(x)["logits"], hf(x).logits, atol=1e-5, rtol=1e-5)
         back = to_hf_gpt2(ours, bos_token_id=0, eos_token_id=0)
         torch.testing.assert_close(back(x).logits, hf(x).logits, atol=1e-5, rtol=1e-5)
+    assert ours.cfg.tie_embeddings and ours.lm_head.weight is ours.wte.weight  # HF GPT-2 is tied: so is the import
+
+
+def test_untied_gpt2_round_trips_through_transformers(tmp_path):
+    """Our GPT-2 default is untied (models.token_lm): the export keeps a separate head, through
+    save_pretrained / from_pretrained too, and the import of an untied checkpoint copies it."""
+    from transformers import GPT2LMHeadModel
+
+    from models.hf_gpt2 import from_hf_gpt2, to_hf_gpt2
+
+    torch.manual_seed(0)
+    ours = build_model({"arch": "gpt2", **SMALL}, vocab_size=61, seq_len=16).eval()
+    assert not ours.cfg.tie_embeddings
+    hf = to_hf_gpt2(ours, bos_token_id=0, eos_token_id=0)
+    hf.save_pretrained(tmp_path)
+    loaded = GPT2LMHeadModel.from_pretrained(tmp_path).eval()
+    back = from_hf_gpt2(loaded).eval()
+    assert not back.cfg.tie_embeddings and back.lm_head.weight is not back.wte.weight
+    x = torch.randint(0, 61, (2, 16))
+    with torch.no_grad():
+        for other in (hf(x).logits, loaded(x).logits, back(x)["logits"]):
+            torch.testing.assert_close(other, ours(x)["logits"], atol=1e-5, rtol=1e-5)
 
 
 def test_fused_linear_cross_entropy_equals_autograd():
@@ -100,4 +122,5 @@ def test_pm_is_base_plus_two_layers_and_flops_grow():
 def test_pythia_uses_neox_conventions():
     model = build_model({"arch": "pythia", **SMALL}, vocab_size=50, seq_len=32)
     assert model.wpe is None and model.lm_head.weight is not model.wte.weight
+    assert not model.cfg.scale_residual_init  # HF GPT-NeoX init: no depth scaling (test_concept_defaults)
     assert model.blocks[0].parallel_residual and model.blocks[0].attn.rotary.rot_dim == 2  # 25% of 8

@@ -250,7 +250,7 @@ def resolve(config: dict, source: str = "config") -> dict[str, dict]:
 
 
 def _check_semantics(config: dict, exp: dict) -> None:
-    from models.registry import model_config
+    from models.registry import get_spec, model_config
 
     model, train = exp["model"], exp["train"]
     if "arch" not in model or "seq_len" not in model:
@@ -261,6 +261,11 @@ def _check_semantics(config: dict, exp: dict) -> None:
                                 seq_len=model["seq_len"])
     except (ValueError, TypeError) as e:
         raise ConfigError(str(e)) from None
+    spec = get_spec(model["arch"])
+    unknown = sorted(set(train.get("loss_weights", {})) - set(spec.build.loss_names(typed)))
+    if unknown:
+        raise ConfigError(f"train.loss_weights.{unknown[0]}: {model['arch']} has no loss {unknown[0]!r}; its losses are "
+                          f"{', '.join(spec.build.loss_names(typed))}")
     chunk = getattr(typed, "chunk_size", None)
     if chunk is not None and model["seq_len"] % chunk:
         raise ConfigError(f"model.chunk_size={chunk} does not divide model.seq_len={model['seq_len']}; "

@@ -17,8 +17,8 @@ VARIANTS = {
     "conceptlm_gpt2": {},                                      # L0: pools the embeddings
     "conceptlm_pythia": {},                                    # L1, rotary concept positions
     "conceptlm_llama": {"n_kv_head": 1},                       # GQA
-    "conceptlm_gpt2-switches": {"fusion": "norm_add", "coefficients": "softmax", "code_transform": "linear",
-                                "concept_norm": False, "insert_layer": 1},
+    "conceptlm_gpt2-switches": {"fusion": "add", "coefficients": "softmax", "code_transform": "mlp",
+                                "concept_norm": True, "insert_layer": 1, "tie_embeddings": True},
     "conceptlm_pythia-no-decoder": {"insert_layer": 2},        # encoder = every layer
     "contextlm_gpt2": {},
     "contextlm_pythia": {},

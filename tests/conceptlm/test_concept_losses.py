@@ -42,10 +42,11 @@ ENCODER = ("wte.weight", "wpe.weight", "blocks.0.attn.qkv.weight")
 DECODER = "blocks.1.attn.qkv.weight"
 
 
-def test_vq_loss_trains_the_code_transform_only():
-    g = grads_after(concept_model(), "vq")
+@pytest.mark.parametrize("transform", ["linear", "mlp"])
+def test_vq_loss_trains_the_code_transform_only(transform):
+    g = grads_after(concept_model(code_transform=transform), "vq")
     assert not any(nonzero(g[n]) for n in ENCODER), "the VQ loss reached the encoder"
-    assert nonzero(g["quantizer.in_weight"]) and nonzero(g["quantizer.out_weight"])
+    assert all(nonzero(g[n]) for n in g if n.startswith("quantizer.") and n.endswith("weight"))
     assert not nonzero(g[DECODER]) and not nonzero(g["concept_head.weight"])
 
 
@@ -99,7 +100,8 @@ def test_reductions_and_beta_scale_the_losses_as_documented():
     losses = lambda **kw: concept_model(**kw)(*batch())["losses"]
     base = losses()
     torch.testing.assert_close(losses(ncp_reduction="norm")["ncp"], 16 * base["ncp"])       # x d
-    torch.testing.assert_close(losses(vq_segment_reduction="sum")["vq"], 2 * base["vq"])    # x S (= n_head)
+    torch.testing.assert_close(losses(vq_segment_reduction="sum")["vq"],                    # x S (= n_head)
+                               2 * losses(vq_segment_reduction="mean")["vq"])
     torch.testing.assert_close(losses(vq_beta=0.0)["vq"] * 1.25, base["vq"])                # (1 + beta) x MSE
 
 
@@ -115,10 +117,11 @@ def test_coefficients_raw_or_softmax():
 
 
 def test_code_transform_and_concept_norm_are_switches():
-    mlp, linear = concept_model().quantizer, concept_model(code_transform="linear").quantizer
+    mlp, linear = concept_model(code_transform="mlp").quantizer, concept_model(code_transform="linear").quantizer
     assert mlp.out_weight.shape == (2, 16, 8) and not hasattr(linear, "out_weight")
     torch.testing.assert_close(linear.codes(), linear.base_codes @ linear.in_weight)
     assert isinstance(concept_model(concept_norm=False).concept_norm, torch.nn.Identity)
+    assert isinstance(concept_model(concept_norm=True).concept_norm, torch.nn.LayerNorm)
 
 
 def test_codebook_usage_on_constructed_assignments():
@@ -140,9 +143,11 @@ def test_codebook_usage_on_constructed_assignments():
     assert codebook_usage(torch.arange(64).remainder(3).view(-1, 1), 64)["vq_collapse"] == 1.0  # 3 < 3.2
 
 
-def test_mtp_heads_predict_the_tokens_after_next():
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+def test_mtp_heads_predict_the_tokens_after_next(reduction):
     torch.manual_seed(0)
-    model = build_model({"arch": "mtp_pythia", "d_model": 16, "n_layer": 2, "n_head": 2}, vocab_size=37, seq_len=32)
+    model = build_model({"arch": "mtp_pythia", "d_model": 16, "n_layer": 2, "n_head": 2, "mtp_reduction": reduction},
+                        vocab_size=37, seq_len=32)
     x, y = batch()
     out = model(x, y)["losses"]
     h = model.embed(x)
@@ -151,7 +156,8 @@ def test_mtp_heads_predict_the_tokens_after_next():
     expected = [F.cross_entropy(model.lm_head(model.ln_f(b(h)))[:, :32 - i].flatten(0, 1), y[:, i:].flatten())
                 for i, b in enumerate(model.future_blocks, start=1)]
     assert len(expected) == 3
-    torch.testing.assert_close(out["mtp"], torch.stack(expected).mean())
+    expected = torch.stack(expected)
+    torch.testing.assert_close(out["mtp"], expected.sum() if reduction == "sum" else expected.mean())
     torch.testing.assert_close(out["ntp"], F.cross_entropy(model(x)["logits"].flatten(0, 1), y.flatten()))
 
 
