@@ -31,3 +31,9 @@ rule all:
         eval_results(),
         f"{OUT}/tables/index.json",
         f"{OUT}/report/report.html",
+
+
+# One target per paper (`snakemake conceptlm`); today every experiment of the profiles is ConceptLM's.
+rule conceptlm:
+    input:
+        rules.all.input,

@@ -33,6 +33,7 @@ class HFCorpus:
 
 HF_CORPORA = {
     "openwebtext": HFCorpus("Skylion007/openwebtext", None, "text", {"train": "train"}),
+    # the Pile without its copyrighted subsets (EleutherAI/pile is no longer distributed): a deviation
     "pile": HFCorpus("monology/pile-uncopyrighted", None, "text",
                      {"train": "train", "valid": "validation", "test": "test"}),
     "tinystories": HFCorpus("roneneldan/TinyStories", None, "text", {"train": "train", "valid": "validation"}),

@@ -84,7 +84,7 @@ from models.token_lm import (TokenLM, block_matmul_params, make_block, make_rota
                              token_lm_flops_per_token)
 
 CHOICES = {"predictor": ("codebook", "linear"), "code_transform": ("mlp", "linear"),
-           "coefficients": ("raw", "softmax"), "fusion": ("add", "norm_add"),
+           "coefficients": ("raw", "softmax"), "fusion": ("add", "norm_add", "norm_only"),
            "ncp_reduction": ("mean", "norm"), "vq_segment_reduction": ("mean", "sum")}
 
 
@@ -111,7 +111,7 @@ class ConceptOptions:
     n_segments: int | None = None        # S segments; None = n_head (§4.1; Table 17)
     code_transform: str = "mlp"          # SimVQ 2-layer MLP + ReLU (§4.1, App. E.3; P, L code) | linear (G code)
     coefficients: str = "raw"            # raw head outputs (code; §2.3 calls them probabilities and logits) | softmax
-    fusion: str = "add"                  # h + c_hat (Pythia 'rawadd') | norm_add: ln_f(h) + ln_f(c_hat) (GPT-2 code)
+    fusion: str = "add"                  # h + c_hat (Pythia 'rawadd') | norm_add: ln_f(h) + ln_f(c_hat) (GPT-2 code) | norm_only: ln_f(h) (diagnostic)
     ncp: bool = True                     # compute the NCP loss (§3; Table 4 ablates it)
     ncp_reduction: str = "mean"          # mean over all elements (code) | norm: ||.||^2 per chunk, mean (§3 formula)
     ncp_detach_target: bool = True       # stop-gradient on the NCP target (code; not in the §3 formula)
@@ -218,8 +218,13 @@ class ConceptLM(TokenLM):
         return c, self.quantizer.combine(w, codes)
 
     def fuse(self, x: torch.Tensor, concept: torch.Tensor) -> torch.Tensor:
+        """The decoder's input: ``h + c`` (add), ``ln_f(h) + ln_f(c)`` (norm_add) or, as a diagnostic,
+        ``ln_f(h)`` with the concept dropped (norm_only: what the GPT-2 fusion does to the token path
+        alone; with ``ncp``/``vq`` off it is a token model with a normalised decoder input)."""
         if self.cfg.fusion == "norm_add":
             return self.ln_f(x) + self.ln_f(concept)
+        if self.cfg.fusion == "norm_only":
+            return self.ln_f(x)
         return x + concept
 
     def ncp_loss(self, c: torch.Tensor, c_hat: torch.Tensor) -> torch.Tensor:
