@@ -210,3 +210,23 @@ def test_backbone_norms_biases_and_dropout():
     for arch, fields in expected.items():
         cfg = cfg_of(arch)
         assert {k: getattr(cfg, k) for k in fields} == fields, arch
+
+
+def test_norm_only_fusion_decodes_from_ln_f_of_the_token_states_alone():
+    """The diagnostic row ``fusion: norm_only`` (ln_f(h), no concept): logits do not move when the
+    concept path changes, and equal the decoder applied to ln_f of the encoder states."""
+    torch.manual_seed(0)
+    model = model_of("conceptlm_gpt2", fusion="norm_only", ncp=False, vq=False).eval()
+    idx = torch.randint(0, model.cfg.vocab_size, (2, 16))
+    before = model(idx)["logits"]
+    with torch.no_grad():
+        for p in model.concept_blocks.parameters():
+            p.add_(1.0)
+    after = model(idx)["logits"]
+    assert torch.equal(before, after)
+    with torch.no_grad():
+        x = model.ln_f(model.encode(idx))
+        for block in model.blocks[model.cfg.insert_layer:]:
+            x = block(x)
+    assert torch.allclose(after, model.lm_head(model.ln_f(x)), atol=1e-6)
+    assert model.loss_names(model.cfg) == ("ntp", "ncp", "vq") and set(model(idx, idx)["losses"]) == {"ntp"}
