@@ -14,7 +14,7 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: reproduce test bench lint verify-local clean
+.PHONY: reproduce test bench lint verify-local clean findings
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,10 @@ lint: $(STAMP)
 	$(BIN)/python -m workflows.experiments $(PROFILE)
 	$(BIN)/snakemake --lint --configfile $(PROFILE)
 	$(BIN)/snakemake -n --configfile $(PROFILE)
+
+# the findings generated from results/tables (after make reproduce), printed and written into README.md
+findings: $(STAMP)
+	$(BIN)/python -m reports findings --tables results/tables --readme README.md
 
 clean:
 	rm -rf results .snakemake

@@ -1,4 +1,5 @@
-"""``python -m reports build --results results/runs --tables results/tables --out results/report``."""
+"""``python -m reports build --results results/runs --tables results/tables --out results/report``;
+``python -m reports findings --tables results/tables [--readme README.md]``."""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +10,7 @@ from tables.validation import DataError
 
 from .build import build_report
 from .document import Figure
+from .findings import collect, findings_markdown, rewrite_readme
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,7 +20,13 @@ def main(argv: list[str] | None = None) -> int:
     command.add_argument("--results", type=Path, default=Path("results/runs"))
     command.add_argument("--tables", type=Path, default=Path("results/tables"))
     command.add_argument("--out", type=Path, default=Path("results/report"))
+    command = commands.add_parser("findings", help="print the findings generated from the built tables")
+    command.add_argument("--tables", type=Path, default=Path("results/tables"))
+    command.add_argument("--readme", type=Path, default=None,
+                         help="also rewrite the block between <!-- findings:start --> and <!-- findings:end --> here")
     args = parser.parse_args(argv)
+    if args.command == "findings":
+        return _findings(args.tables, args.readme)
     try:
         blocks = build_report(args.results, args.tables, args.out)
     except DataError as error:
@@ -26,6 +34,26 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"wrote {args.out / 'report.md'}, {args.out / 'report.html'} "
           f"and {sum(isinstance(block, Figure) for block in blocks)} figures")
+    return 0
+
+
+def _findings(tables: Path, readme: Path | None) -> int:
+    try:
+        findings = collect(tables)
+    except (OSError, ValueError, KeyError) as error:  # a half-written or foreign tables folder
+        print(f"error: {tables}: {error}", file=sys.stderr)
+        return 2
+    text = findings_markdown(findings, tables)
+    print(text, end="")
+    if readme is not None:
+        if findings is None:
+            print(f"error: {readme} left unchanged: the tables were not built", file=sys.stderr)
+            return 2
+        try:
+            rewrite_readme(readme, text)
+        except (OSError, ValueError) as error:
+            print(f"error: {readme}: {error}", file=sys.stderr)
+            return 2
     return 0
 
 

@@ -1,8 +1,9 @@
 """One report per run: Markdown and a self-contained HTML page (issue 3, deliverable 4).
 
 The report reads what ``python -m tables build`` wrote (``index.json``, the
-per-table JSON, ``audit.json``) and the result files: the embedded foundation
-table first, then training curves, then one section per paper with every table
+per-table JSON, ``audit.json``) and the result files: the findings generated
+from the tables first (``findings.py``), then the embedded foundation table,
+then training curves, then one section per paper with every table
 (printed | reproduced | verdict), its scatter figure, the figure analogues and
 the paper's audit.
 """
@@ -21,6 +22,7 @@ from .codebook import codebook_usage
 from .curves import Curve, plot_curves, read_curves
 from .document import Block, Bullets, Figure, Heading, Paragraph, Table, to_html, to_markdown
 from .figures import analogue, load_figure_specs, scatter
+from .findings import PROXY_NOTE, collect
 from .iso_ppl import iso_ppl
 
 TITLE = "Reproduction report: ConceptLM, NCM, DLCM"
@@ -30,7 +32,9 @@ READING = [
     "mismatches are listed in the audit with their evidence.",
     "Reproduced: mean ± std over the seeds found (n); Δ = reproduced − reported.",
     "Verdict: our runs are at embedded scale, so absolute values are not expected to match. The verdict is about "
-    "order: per column, Kendall τ between reported and reproduced values and the pairs of rows that flip.",
+    "order, pair by pair of rows: agrees, differs or inconclusive against the standard error of our difference "
+    "(seeds of both rows; one seed is never enough). Kendall τ per column is a summary. A column marked proxy is "
+    "judged through a different column of ours and counts as neither agreement nor disagreement.",
 ]
 
 
@@ -57,7 +61,8 @@ def _table_blocks(table: dict, figures: _Figures, level: int) -> list[Block]:
     if table["cells"]["rows"] and (mapped or any(record["check"] in ("material", "rounding") for record in records)):
         blocks += [Paragraph("Reported, recomputed and reproduced:"), Table(table["cells"]["header"], table["cells"]["rows"])]
     if table["ordering"]:
-        blocks.append(Bullets(table["ordering"]))
+        blocks += [Bullets(table["ordering"]), Paragraph("Pairs of rows (reproduced difference against the paper's):"),
+                   Table(table["pairs"]["header"], table["pairs"]["rows"])]
     if mapped and any(record["decimals"] != "" for record in records):
         blocks.append(figures.block(f"scatter_{table['paper']}_{table['table']}", *scatter(table)))
     return blocks
@@ -105,11 +110,28 @@ def _curve_blocks(runs: Path, curves: dict[str, list[Curve]], figures: _Figures)
     return blocks
 
 
+def _findings_blocks(tables: Path) -> list[Block]:
+    """The findings, generated from the tables: first in the report, before any table."""
+    findings = collect(tables)
+    if findings is None:
+        return []
+    blocks: list[Block] = [Heading(2, "Findings"), Paragraph(findings.lead)]
+    if findings.judged:
+        blocks.append(Bullets([finding.text for finding in findings.judged]))
+    else:
+        blocks.append(Paragraph("No pair of rows has both printed and reproduced values in two or more rows of a "
+                                "group yet."))
+    if findings.proxies:
+        blocks += [Paragraph(PROXY_NOTE), Bullets([finding.text for finding in findings.proxies])]
+    return blocks
+
+
 def build_report(runs: Path, tables: Path, out: Path) -> list[Block]:
     """Write report.md, report.html and figures/*.png; return the blocks."""
     figures = _Figures(out)
     blocks: list[Block] = [Heading(1, TITLE), Paragraph(
-        f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from {runs} and {tables}."), Bullets(READING)]
+        f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from {runs} and {tables}."),
+        *_findings_blocks(tables), Bullets(READING)]
     index_path = tables / "index.json"
     if not index_path.exists():
         blocks.append(Paragraph(f"The tables were not built: {index_path} is missing. Run "

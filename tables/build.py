@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .checks import Check, Finding, HandFinding, chain, evaluate, load_claims, table_checks
 from .expressions import Ref
-from .ordering import ColumnOrder, compare_order
+from .ordering import OUTCOMES, PROXY, ColumnOrder, compare_order
 from .reported import REPORTED, Paper, ReportedCell, load_reported
 from .results import Metric, Reproduced, load_results
 from .specs import SPECS, TableSpec, load_specs
@@ -98,31 +98,41 @@ class _Reproducer:
         return mapped, None
 
 
+def order_text(order: ColumnOrder, row: str, spec: TableSpec) -> str:
+    """A row's pair verdicts in one column: "order agrees vs PM; differs vs Base; inconclusive vs ContextLM (n=1)"."""
+    pairs = [pair for pair in order.pairs if row in (pair.a, pair.b)]
+    parts = []
+    for outcome in OUTCOMES:
+        others = [spec.row_by_id[pair.b if pair.a == row else pair.a].label + (f" ({pair.reason})" if pair.reason else "")
+                  for pair in pairs if pair.outcome == outcome]
+        if others:
+            parts.append(f"{outcome} vs {', '.join(others)}")
+    text = "order " + ("; ".join(parts) if parts else "not judged (tied in the paper)")
+    return PROXY + text if order.proxy else text
+
+
 def _cell_verdict(view: CellView, order: ColumnOrder | None, row: str, spec: TableSpec) -> str:
+    judged = order is not None and order.verdict != "insufficient" and row in order.rows
     if view.reproduced is None:
-        return "not reproduced" if view.mapped else ""
-    if order is None or order.verdict == "insufficient" or row not in order.rows:
-        return "reproduced"
-    against = [spec.row_by_id[b if a == row else a].label + (" within 2σ" if (a, b) in order.noise_flips else "")
-               for a, b in order.flips if row in (a, b)]
-    return f"order differs (vs {', '.join(against)})" if against else "order agrees"
+        missing = "not reproduced" if view.mapped else ""
+        if judged and order.proxy:  # the paper's column judged through another column of ours
+            return "; ".join(filter(None, [missing, order_text(order, row, spec)]))
+        return missing
+    return order_text(order, row, spec) if judged else "reproduced"
 
 
 def _column_order(spec: TableSpec, cells: dict, reported_column: str, reproduced_column: str) -> ColumnOrder:
-    """Ordering of the rows' printed values in one column against their reproduced means in another
-    (the same column, or the column's ``order_proxy``), read against the largest seed spread of each
-    row group (a size of Table 1; the whole table when rows have no group)."""
-    pairs, spread = {}, {}
+    """Ordering of the rows' printed values in one column against their reproduced values in another
+    (the same column, or the column's ``order_proxy``), pair by pair within each row group (a size of
+    Table 1; the whole table when rows have no group)."""
+    pairs = {}
     for row in spec.rows:
         printed, ours = cells[row.id, reported_column].reported, cells[row.id, reproduced_column].reproduced
-        if ours is not None and ours.std is not None:
-            spread[row.group] = max(spread.get(row.group, 0.0), ours.std)
         if ours is not None and printed is not None and printed.printed is not None:
-            pairs[row.id] = (printed.printed.value, ours.mean)
+            pairs[row.id] = (printed.printed.value, ours)
     proxy = None if reproduced_column == reported_column else reproduced_column
     groups = {row.id: row.group for row in spec.rows} if any(row.group for row in spec.rows) else None
-    noise = {row.id: spread[row.group] for row in spec.rows if row.id in pairs and row.group in spread}
-    return compare_order(reported_column, pairs, noise, proxy, groups)
+    return compare_order(reported_column, pairs, proxy, groups)
 
 
 def _table_view(spec: TableSpec, paper: Paper | None, findings: dict[Ref, list[Finding]], reproducer: _Reproducer) -> TableView:

@@ -11,10 +11,13 @@ from pathlib import Path
 from .audit import audit_json, audit_markdown, summary
 from .build import Build, TableView
 from .io import write_atomic, write_json
+from .ordering import OUTCOMES, RULE, SE_FACTOR
 from .render import table_csv, table_json, table_latex, table_markdown, worst
 
 NOTE = ("Reproduction runs at embedded scale: absolute values are not expected to match the papers. "
-        "Verdicts are about direction and order (Kendall tau of each column, pairs that flip).")
+        "Verdicts are about direction and order, pair by pair of rows (agrees / differs / inconclusive against the "
+        "seed standard error of both rows); Kendall tau of each column is a summary. Proxy comparisons are counted "
+        "apart.")
 
 
 def _table_entry(view: TableView, files: list[str]) -> dict:
@@ -29,8 +32,20 @@ def _table_entry(view: TableView, files: list[str]) -> dict:
                   "not_reproduced": sum(cell.mapped and cell.reproduced is None for cell in cells)},
         "checks": dict(checks),
         "flagged": sum(1 for cell in cells if (finding := worst(cell)) and finding.status in ("material", "rounding")),
-        "ordering": dict(Counter(order.verdict for order in view.orders.values() if order.verdict != "insufficient")),
+        "ordering": _pair_counts(view),
     }
+
+
+def _pair_counts(view: TableView) -> dict[str, int]:
+    """Pair outcomes of the table's compared columns; pairs judged through a proxy column are counted
+    apart ("proxy"), never as agreement or disagreement; pairs tied in the paper as "tied"."""
+    counts = Counter({outcome: 0 for outcome in (*OUTCOMES, "proxy", "tied")})
+    for order in view.orders.values():
+        if order.verdict == "insufficient":
+            continue
+        for pair in order.pairs:
+            counts["tied" if pair.tied else "proxy" if order.proxy else pair.outcome] += 1
+    return dict(counts)
 
 
 def write_tables(build: Build, out: Path) -> dict:
@@ -47,12 +62,12 @@ def write_tables(build: Build, out: Path) -> dict:
     verdicts = Counter()
     for entry in entries:
         verdicts.update({f"cells_{key}": value for key, value in entry["cells"].items()})
-        verdicts.update({f"columns_order_{key}": value for key, value in entry["ordering"].items()})
+        verdicts.update({f"pairs_{key}": value for key, value in entry["ordering"].items()})
     index = {
         "note": NOTE, "papers": build.paper_order(), "tables": entries, "audit": ["audit.md", "audit.json"],
         "paper_info": {paper.paper: {"title": paper.title, "arxiv": paper.arxiv, "url": paper.url}
                        for paper in build.papers.values()},
         "reported_cells": {paper.paper: len(paper.cells) for paper in build.papers.values()},
-        "flagged": summary(build), "verdicts": dict(verdicts)}
+        "flagged": summary(build), "verdicts": dict(verdicts), "order_rule": RULE, "se_factor": SE_FACTOR}
     write_json(out / "index.json", index)
     return index

@@ -11,12 +11,14 @@ import io
 
 from .build import CellView, TableView
 from .checks import STATUSES
-from .numbers import format_float
+from .numbers import format_at, format_float
+from .ordering import RULE, ColumnOrder, PairVerdict
 
 MISSING = "—"
 MARKS = {"material": "⚠", "rounding": "‡"}
 LEGEND = ("— not recovered from the paper (tables/MISSING.md says where to find it); n/a: printed as a dash; "
           "⚠ material and ‡ rounding-level mismatch, with the recomputed value in brackets (audit.md has the evidence).")
+ORDER_RULE = "Pairs of rows: " + RULE
 CELL_HEADER = ["Row", "Column", "Reported", "Recomputed", "Check", "Reproduced", "Δ", "Verdict"]
 RECORD_FIELDS = ["paper", "table", "row", "row_label", "column", "column_label", "reported", "decimals", "unit",
                  "recomputed", "check", "reproduced_mean", "reproduced_std", "n", "delta", "verdict", "source"]
@@ -110,24 +112,82 @@ def cell_records(view: TableView) -> list[dict]:
     return records
 
 
+def column_title(view: TableView, order: ColumnOrder) -> str:
+    """The column's label; for a proxy, which of our columns stands in for it."""
+    label = view.spec.column_by_id[order.column].label
+    if order.proxy:
+        label = f"{label} (paper) against {view.spec.column_by_id[order.proxy].label} (ours, a proxy)"
+    return label
+
+
+def _judged_orders(view: TableView) -> list[ColumnOrder]:
+    return [order for order in view.orders.values() if order.verdict != "insufficient"]
+
+
 def order_lines(view: TableView) -> list[str]:
-    """One sentence per column whose ordering could be compared."""
+    """One sentence per column whose ordering could be compared: pair verdicts, per row group, and Kendall τ."""
     lines = []
-    for column, order in view.orders.items():
-        if order.verdict == "insufficient":
-            continue
-        label = view.spec.column_by_id[column].label
-        if order.proxy:
-            label = f"{label} (paper) against {view.spec.column_by_id[order.proxy].label} (ours, a proxy)"
+    for order in _judged_orders(view):
         tau = "undefined" if order.tau is None else f"{order.tau:.2f}"
-        row = lambda r: f"{view.spec.row_by_id[r].group}: " if view.spec.row_by_id[r].group else ""  # noqa: E731
-        name = lambda pair: (row(pair[0]) + f"{view.spec.row_by_id[pair[0]].label} ↔ "  # noqa: E731
-                             f"{view.spec.row_by_id[pair[1]].label}")
-        flips = "; ".join(name(pair) + (" (within 2σ)" if pair in order.noise_flips else "") for pair in order.flips)
-        noise = f"; seed σ = {order.noise:.3g}" if order.noise is not None else ""
-        lines.append(f"{label}: Kendall τ = {tau} over {len(order.rows)} rows{noise}, order {order.verdict}"
-                     + (f" (flipped pairs: {flips})" if flips else ""))
+        groups = [group for group in order.groups if group is not None]
+        by_group = "; ".join(f"{group}: {order.summary(group)}" for group in groups)
+        tied = len(order.pairs) - len(order.judged)
+        notes = [f"by group: {by_group}" if by_group else "",
+                 f"{tied} pair{'s' * (tied != 1)} tied in the paper, not judged" if tied else "",
+                 "a proxy: neither agreement nor disagreement" if order.proxy else ""]
+        lines.append(f"{column_title(view, order)}: {order.verdict} (pairs); Kendall τ = {tau} over {len(order.rows)} rows"
+                     + "".join(f"; {note}" for note in notes if note))
     return lines
+
+
+PAIR_HEADER = ["Column", "Group", "Pair (a − b)", "Paper a vs b", "Paper a − b", "Ours a vs b", "Ours d ± se", "n (a, b)",
+               "Verdict"]
+
+
+def _paper_difference(view: TableView, order: ColumnOrder, pair: PairVerdict) -> str:
+    """The paper's a − b at the finer of the two printed precisions."""
+    printed = [view.cells[row, order.column].reported.printed for row in (pair.a, pair.b)]
+    return format_at(pair.paper_difference, max(number.decimals for number in printed))
+
+
+def pair_records(view: TableView) -> list[dict]:
+    """Every compared pair of rows, with the strings the tables show (the findings quote these)."""
+    records = []
+    for order in _judged_orders(view):
+        for pair in order.pairs:
+            a, b = (view.spec.row_by_id[row] for row in (pair.a, pair.b))
+            se = pair.se
+            records.append({
+                "column": order.column, "column_label": view.spec.column_by_id[order.column].label,
+                "column_title": column_title(view, order), "proxy": order.proxy or "",
+                "group": pair.group or "", "a": pair.a, "b": pair.b, "a_label": a.label, "b_label": b.label,
+                "paper_a": view.cells[pair.a, order.column].reported.display,
+                "paper_b": view.cells[pair.b, order.column].reported.display,
+                "paper_difference": _paper_difference(view, order, pair),
+                "ours_a": format_float(pair.ours[0].mean), "ours_b": format_float(pair.ours[1].mean),
+                "d": format_float(pair.d), "se": format_float(se), "n_a": pair.ours[0].n, "n_b": pair.ours[1].n,
+                "single": [view.spec.row_by_id[row].label for row in pair.single],
+                "outcome": pair.outcome, "reason": pair.reason, "verdict": pair.verdict,
+                "d_value": pair.d, "se_value": se})
+    return records
+
+
+def pair_grid(view: TableView) -> tuple[list[str], list[list[str]]]:
+    rows = [[r["column_title"], r["group"], f"{r['a_label']} − {r['b_label']}", f"{r['paper_a']} vs {r['paper_b']}",
+             r["paper_difference"], f"{r['ours_a']} vs {r['ours_b']}",
+             r["d"] + (f" ± {r['se']}" if r["se"] else ""), f"{r['n_a']}, {r['n_b']}", r["verdict"]]
+            for r in pair_records(view)]
+    return PAIR_HEADER, rows
+
+
+def order_columns(view: TableView) -> list[dict]:
+    """The column verdicts as data: counts of pair outcomes, overall and per row group."""
+    return [{"column": order.column, "title": column_title(view, order), "proxy": order.proxy or "",
+             "verdict": order.verdict, "tau": order.tau, "rows": len(order.rows),
+             "counts": order.counts(), "tied": len(order.pairs) - len(order.judged),
+             "groups": [{"group": group or "", "summary": order.summary(group), "counts": order.counts(group)}
+                        for group in order.groups]}
+            for order in _judged_orders(view)]
 
 
 def markdown_grid(header: list[str], rows: list[list[str]]) -> str:
@@ -148,7 +208,8 @@ def table_markdown(view: TableView) -> str:
         parts += ["## Reported, recomputed and reproduced", "", markdown_grid(header, rows), ""]
     lines = order_lines(view)
     if lines:
-        parts += ["## Ordering (reproduced against reported)", ""] + [f"- {line}" for line in lines] + [""]
+        parts += ["## Ordering (reproduced against reported)", "", ORDER_RULE, ""] + [f"- {line}" for line in lines] + [""]
+        parts += [markdown_grid(*pair_grid(view)), ""]
     return "\n".join(parts)
 
 
@@ -166,7 +227,8 @@ def latex_escape(text: str) -> str:
     replacements = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
                     "±": r"$\pm$", "—": "--", "Δ": r"$\Delta$", "↔": r"$\leftrightarrow$", "·": r"$\cdot$",
-                    "≈": r"$\approx$", "÷": r"$\div$", "τ": r"$\tau$"}
+                    "≈": r"$\approx$", "÷": r"$\div$", "τ": r"$\tau$",
+                    "≤": r"$\le$", "|": r"\textbar{}", "−": "--"}
     return "".join(replacements.get(char, char) for char in str(text))
 
 
@@ -191,4 +253,6 @@ def table_json(view: TableView) -> dict:
             "caption": spec.caption, "kind": spec.kind, "legend": LEGEND,
             "printed": {"title": wide_title(view), "header": wide_header, "rows": wide_rows},
             "cells": {"header": cell_header, "rows": cell_rows},
-            "ordering": order_lines(view), "records": cell_records(view)}
+            "ordering": order_lines(view), "order_rule": ORDER_RULE, "pairs": {"header": pair_grid(view)[0],
+            "rows": pair_grid(view)[1]}, "order_columns": order_columns(view), "order_pairs": pair_records(view),
+            "records": cell_records(view)}

@@ -22,9 +22,12 @@ def report(tmp_path_factory):
 
 def test_report_files_and_order(report):
     text = (report / "report.md").read_text()
-    assert text.index("Embedded default:") < text.index("ConceptLM Table 1")
-    assert text.index("ConceptLM Table 1") < text.index("NCM Table 1") < text.index("DLCM Table 2")
-    assert "Kendall τ" in text and "order differs (vs Base)" in text and "Audit of the paper's arithmetic" in text
+    assert text.index("## Findings") < text.index("|")  # the findings come before any table
+    assert text.index("## Findings") < text.index("Embedded default:") < text.index("### ConceptLM Table 1")
+    assert text.index("### ConceptLM Table 1") < text.index("### NCM Table 1") < text.index("### DLCM Table 2")
+    assert "Kendall τ" in text and "order agrees vs ConceptLM; differs vs Base" in text
+    assert "Audit of the paper's arithmetic" in text
+    assert "ConceptLM Table 2 · Avg Acc · GPT-2 124M: agrees 2 / differs 1 / inconclusive 0." in text
     figures = {path.name for path in (report / "figures").glob("*.png")}
     assert {"curves_base_gpt2_xs.png", "scatter_conceptlm_table02.png"} <= figures
     page = (report / "report.html").read_text()

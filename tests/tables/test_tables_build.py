@@ -94,9 +94,12 @@ def test_reproduced_cells_are_merged_and_ordered(real):
     table2 = views["conceptlm", "table02"]
     assert table2.cells["gpt2_124m_base", "avg_acc"].reproduced.mean == pytest.approx(35.0)  # fractions scaled to %
     assert table2.orders["avg_acc"].flips == [("gpt2_124m_base", "gpt2_124m_pm")]
-    assert table2.cells["gpt2_124m_pm", "avg_acc"].verdict == "order differs (vs Base)"
-    assert table2.cells["gpt2_124m_conceptlm", "avg_acc"].verdict == "order agrees"
-    assert views["conceptlm", "table01"].orders["avg_ppl"].verdict == "agrees"
+    assert table2.orders["avg_acc"].verdict == "agrees 2 / differs 1 / inconclusive 0"  # 3 seeds each, se 0.16
+    assert table2.cells["gpt2_124m_pm", "avg_acc"].verdict == "order agrees vs ConceptLM; differs vs Base"
+    assert table2.cells["gpt2_124m_conceptlm", "avg_acc"].verdict == "order agrees vs Base, PM"
+    table1 = views["conceptlm", "table01"]
+    assert table1.orders["avg_ppl"].verdict == "agrees 3 / differs 0 / inconclusive 0"  # all four PPLs: no proxy
+    assert table1.orders["avg_ppl"].proxy is None
 
 
 def test_a_malformed_result_file_is_an_error(tmp_path):

@@ -1,24 +1,67 @@
-"""Kendall tau and flipped pairs between reported and reproduced columns."""
+"""Pair verdicts (agrees / differs / inconclusive against the Welch standard error), Kendall tau as a summary."""
+import math
+
 import pytest
 
-from tables.ordering import compare_order, kendall_tau_b
+from tables.ordering import SE_FACTOR, Estimate, compare_order, estimate, kendall_tau_b
 
 
-def test_agreeing_order():
-    order = compare_order("ppl", {"base": (100.0, 30.0), "pm": (99.0, 29.0), "concept": (85.0, 27.0)})
-    assert order.tau == pytest.approx(1.0)
-    assert (order.verdict, order.flips) == ("agrees", [])
+def pair(order, a, b):
+    return next(p for p in order.pairs if (p.a, p.b) == (a, b))
 
 
-def test_flipped_pairs_are_named():
-    order = compare_order("acc", {"base": (38.0, 35.0), "pm": (38.4, 34.0), "concept": (38.9, 37.0)})
-    assert order.flips == [("base", "pm")]
-    assert order.verdict == "differs"
-    assert order.tau == pytest.approx(1 / 3)
+def test_a_clear_agreement_with_three_seeds_each():
+    order = compare_order("ppl", {"base": (30.0, [20.0, 20.2, 19.8]), "concept": (28.0, [18.0, 18.1, 17.9])})
+    verdict = pair(order, "base", "concept")
+    assert verdict.d == pytest.approx(2.0) and verdict.paper_difference == pytest.approx(2.0)
+    assert verdict.se == pytest.approx(math.sqrt(0.2 ** 2 / 3 + 0.1 ** 2 / 3))
+    assert (verdict.outcome, verdict.reason, verdict.verdict) == ("agrees", "", "agrees")
+    assert order.verdict == "agrees 1 / differs 0 / inconclusive 0" and order.tau == pytest.approx(1.0)
 
 
-def test_ties_in_the_paper_do_not_flip_and_one_row_is_insufficient():
-    assert compare_order("acc", {"a": (38.2, 1.0), "b": (38.2, 2.0)}).flips == []
+def test_a_clear_difference_with_three_seeds_each():
+    order = compare_order("acc", {"base": (38.0, [36.0, 36.2, 35.8]), "pm": (38.4, [34.0, 34.1, 33.9])})
+    verdict = pair(order, "base", "pm")
+    assert (verdict.outcome, verdict.verdict) == ("differs", "differs")
+    assert order.verdict == "agrees 0 / differs 1 / inconclusive 0" and order.flips == [("base", "pm")]
+
+
+def test_a_small_gap_within_two_standard_errors_is_inconclusive():
+    order = compare_order("ppl", {"base": (30.0, [20.0, 20.4, 19.6]), "pm": (29.0, [20.1, 20.5, 19.7])})
+    verdict = pair(order, "base", "pm")
+    assert abs(verdict.d) <= SE_FACTOR * verdict.se
+    assert (verdict.outcome, verdict.reason, verdict.verdict) == ("inconclusive", "|d| ≤ 2·se", "inconclusive (|d| ≤ 2·se)")
+    assert order.flips == [("base", "pm")]  # ordered against the paper, but within the noise: not a disagreement
+    assert order.counts() == {"agrees": 0, "differs": 0, "inconclusive": 1}
+
+
+def test_a_row_with_one_seed_is_never_judged():
+    order = compare_order("ppl", {"base": (30.0, [20.0]), "pm": (29.0, [25.0, 25.1, 24.9]), "concept": (28.0, 10.0)})
+    for a, b, single in [("base", "pm", ["base"]), ("base", "concept", ["base", "concept"]), ("pm", "concept", ["concept"])]:
+        verdict = pair(order, a, b)
+        assert (verdict.se, verdict.outcome, verdict.reason, verdict.single) == (None, "inconclusive", "n=1", single)
+    assert order.verdict == "agrees 0 / differs 0 / inconclusive 3"
+
+
+def test_the_standard_error_uses_both_rows_with_their_own_n():
+    order = compare_order("ppl", {"a": (2.0, Estimate(10.0, 2.0, 4)), "b": (1.0, Estimate(7.0, 3.0, 9))})
+    assert pair(order, "a", "b").se == pytest.approx(math.sqrt(4 / 4 + 9 / 9))
+
+
+def test_the_threshold_is_strict():
+    """|d| = 2 se exactly is inconclusive; just above it is judged."""
+    exact = compare_order("ppl", {"a": (1.0, Estimate(2.0, 2.0, 4)), "b": (0.0, Estimate(0.0, 0.0, 3))})
+    assert pair(exact, "a", "b").se == 1.0 and pair(exact, "a", "b").outcome == "inconclusive"
+    above = compare_order("ppl", {"a": (1.0, Estimate(2.01, 2.0, 4)), "b": (0.0, Estimate(0.0, 0.0, 3))})
+    assert pair(above, "a", "b").outcome == "agrees"
+    below = compare_order("ppl", {"a": (-1.0, Estimate(2.01, 2.0, 4)), "b": (0.0, Estimate(0.0, 0.0, 3))})
+    assert pair(below, "a", "b").outcome == "differs"
+
+
+def test_pairs_tied_in_the_paper_are_not_judged_and_one_row_is_insufficient():
+    order = compare_order("acc", {"a": (38.2, [1.0, 1.1]), "b": (38.2, [2.0, 2.1])})
+    assert order.flips == [] and order.judged == [] and pair(order, "a", "b").verdict == "not judged (tied in the paper)"
+    assert order.verdict == "agrees 0 / differs 0 / inconclusive 0"
     assert compare_order("acc", {"a": (1.0, 2.0)}).verdict == "insufficient"
 
 
@@ -28,31 +71,42 @@ def test_tau_b_with_ties_matches_the_textbook_value():
     assert kendall_tau_b([1, 1], [1, 2]) is None
 
 
-def test_flips_within_the_seed_spread_are_told_apart():
-    pairs = {"base": (100.0, 30.0), "pm": (99.0, 30.4), "concept": (85.0, 31.0)}
-    order = compare_order("ppl", pairs, noise=0.25)
-    assert order.flips == [("base", "pm"), ("base", "concept"), ("pm", "concept")]
-    assert order.noise_flips == [("base", "pm")] and order.verdict == "differs"
-    assert compare_order("ppl", pairs, noise=0.6).verdict == "differs only within seed noise"
-    assert compare_order("ppl", pairs).noise_flips == []
-
-
-def test_a_proxy_column_is_named():
-    order = compare_order("avg_ppl", {"a": (60.0, 15.0), "b": (70.0, 14.0)}, proxy="train_ppl")
-    assert order.proxy == "train_ppl" and order.verdict == "differs"
+def test_a_proxy_column_is_labelled_and_not_agreement():
+    seeds = {"a": (60.0, [15.0, 15.1, 14.9]), "b": (70.0, [14.0, 14.1, 13.9]), "c": (80.0, [16.0, 16.1, 15.9])}
+    order = compare_order("avg_ppl", seeds, proxy="train_ppl")
+    assert order.proxy == "train_ppl"
+    assert order.verdict == "proxy: agrees 2 / differs 1 / inconclusive 0"  # a−b flips; a−c, b−c do not
+    assert {p.verdict for p in order.pairs} == {"proxy: agrees", "proxy: differs"}
+    assert all(p.verdict.startswith("proxy: ") for p in order.pairs)
 
 
 def test_rows_are_compared_within_their_group_only():
     pairs = {"base_s": (30.0, 20.0), "concept_s": (28.0, 19.0), "base_m": (25.0, 21.0), "concept_m": (24.0, 22.0)}
     groups = {"base_s": "s", "concept_s": "s", "base_m": "m", "concept_m": "m"}
     order = compare_order("ppl", pairs, groups=groups)
+    assert [(p.a, p.b, p.group) for p in order.pairs] == [("base_s", "concept_s", "s"), ("base_m", "concept_m", "m")]
     assert order.flips == [("base_m", "concept_m")] and order.tau == 0.0
+    assert order.groups == ["s", "m"] and order.summary("m") == "agrees 0 / differs 0 / inconclusive 1"
     assert len(compare_order("ppl", pairs).flips) == 5  # across groups, size differences would count
 
 
 def test_rows_without_a_partner_in_their_group_are_not_compared():
     order = compare_order("ppl", {"a": (1.0, 2.0), "b": (2.0, 1.0)}, groups={"a": "s", "b": "m"})
-    assert order.rows == [] and order.flips == [] and order.verdict == "insufficient"
+    assert order.rows == [] and order.pairs == [] and order.verdict == "insufficient"
+
+
+def test_a_spread_is_never_borrowed_from_another_row():
+    """A one-seed row next to a three-seed row stays one seed: the old 'largest σ of the group' is gone."""
+    order = compare_order("ppl", {"base": (30.0, [20.0, 20.1, 19.9]), "pm": (29.0, [25.0])})
+    assert pair(order, "base", "pm").reason == "n=1"
+
+
+def test_estimates_from_numbers_lists_and_results():
+    from tables.results import Reproduced
+
+    assert estimate(3.0) == Estimate(3.0, None, 1)
+    assert estimate([1.0, 3.0]) == Estimate(2.0, pytest.approx(math.sqrt(2)), 2)
+    assert estimate(Reproduced({0: 1.0, 1: 3.0})) == Estimate(2.0, pytest.approx(math.sqrt(2)), 2)
 
 
 def test_an_unknown_order_proxy_is_a_spec_error(tmp_path):
@@ -65,10 +119,3 @@ def test_an_unknown_order_proxy_is_a_spec_error(tmp_path):
                     "columns: [{id: ppl, label: PPL, order_proxy: nope}]\n")
     with pytest.raises(DataError, match="'nope' is not a column of this table"):
         load_spec(spec)
-
-
-def test_a_groups_seed_spread_is_not_applied_to_another_group():
-    pairs = {"base_s": (30.0, 20.0), "pm_s": (29.0, 20.1), "base_m": (25.0, 15.0), "pm_m": (24.0, 15.1)}
-    groups = {"base_s": "s", "pm_s": "s", "base_m": "m", "pm_m": "m"}
-    order = compare_order("ppl", pairs, {"base_s": 0.2, "pm_s": 0.2}, groups=groups)
-    assert order.flips == [("base_s", "pm_s"), ("base_m", "pm_m")] and order.noise_flips == [("base_s", "pm_s")]

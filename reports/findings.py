@@ -1,0 +1,139 @@
+"""The findings in prose, generated from the built tables (issue 13).
+
+Reads what ``python -m tables build`` wrote: ``index.json`` (table order, totals,
+the verdict rule) and each table's JSON (``order_columns``, ``order_pairs``).
+One bullet per judged comparison group, i.e. a column of a paper table within
+one row group (a model size): what agrees, what differs, what is inconclusive
+and why (n, se).  Comparisons through an ``order_proxy`` (the paper's column
+against a different column of ours) are listed apart and never called
+agreement or disagreement.  Every number in the prose is a string the table
+already shows; nothing is typed by hand (``untraceable`` checks it).
+
+``python -m reports findings --tables results/tables [--readme README.md]``
+prints them, and with ``--readme`` rewrites the block between the markers below.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tables.io import write_atomic
+
+START, END = "<!-- findings:start -->", "<!-- findings:end -->"
+OUTCOMES = ("agrees", "differs", "inconclusive")
+PROXY_NOTE = ("Proxy comparisons: the paper's column is ordered against a different quantity of ours, so they are "
+              "neither agreement nor disagreement and are not counted above:")
+PROXY_LABELS = {"agrees": "Proxy, same order", "differs": "Proxy, opposite order", "inconclusive": "Proxy, inconclusive"}
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One comparison group in prose, with the table whose Markdown shows every number it quotes."""
+
+    text: str
+    paper: str
+    table: str
+    source: str  # the table's Markdown file, relative to the tables folder
+    proxy: bool
+
+
+@dataclass
+class Findings:
+    lead: str
+    judged: list[Finding] = field(default_factory=list)
+    proxies: list[Finding] = field(default_factory=list)
+
+
+def _pair_text(record: dict) -> str:
+    """"ConceptLM − Base (paper -1.16; ours -2.6 ± 0.2449; n 3, 3; |d| ≤ 2·se)", every part as the table shows it."""
+    ours = record["d"] + (f" ± {record['se']}" if record["se"] else "")
+    why = record["reason"]
+    if why == "n=1":
+        why = f"n=1: {', '.join(record['single'])}"
+    return (f"{record['a_label']} − {record['b_label']} (paper {record['paper_difference']}; ours {ours}; "
+            f"n {record['n_a']}, {record['n_b']}" + (f"; {why}" if why else "") + ")")
+
+
+def _group_text(title: str, column: dict, group: dict, records: list[dict]) -> str:
+    where = f"{title} · {column['title']}" + (f" · {group['group']}" if group["group"] else "")
+    parts = [f"{where}: {group['summary']}."]
+    for outcome in OUTCOMES:
+        chosen = [record for record in records if record["outcome"] == outcome]
+        if chosen:
+            label = PROXY_LABELS[outcome] if column["proxy"] else outcome.capitalize()
+            parts.append(f"{label}: {'; '.join(_pair_text(record) for record in chosen)}.")
+    tied = [record for record in records if record["outcome"] == "tied"]
+    if tied:
+        parts.append("Tied in the paper, not judged: "
+                     + "; ".join(f"{record['a_label']} − {record['b_label']}" for record in tied) + ".")
+    return " ".join(parts)
+
+
+def _lead(index: dict) -> str:
+    counts = index.get("verdicts", {})
+    totals = " / ".join(f"{outcome} {counts.get(f'pairs_{outcome}', 0)}" for outcome in OUTCOMES)
+    return (f"Pairs of rows, our difference against the paper's, per comparison group (a column of a paper table "
+            f"within one row group): {totals}; {counts.get('pairs_proxy', 0)} proxy pairs are "
+            f"listed apart and counted as neither; {counts.get('pairs_tied', 0)} pairs tied in the paper are not "
+            f"judged. Rule: {index.get('order_rule', '')}")
+
+
+def collect(tables: Path) -> Findings | None:
+    """The findings of a built tables folder; None when it was not built (no index.json)."""
+    index_path = tables / "index.json"
+    if not index_path.exists():
+        return None
+    index = json.loads(index_path.read_text())
+    judged: list[Finding] = []
+    proxies: list[Finding] = []
+    for entry in index["tables"]:
+        path = tables / entry["paper"] / f"{entry['table']}.json"
+        table = json.loads(path.read_text())
+        title = table["title"].split(":")[0]
+        source = f"{entry['paper']}/{entry['table']}.md"
+        for column in table.get("order_columns", []):
+            for group in column["groups"]:
+                records = [record for record in table["order_pairs"]
+                           if record["column"] == column["column"] and record["group"] == group["group"]]
+                if not any(record["outcome"] in OUTCOMES for record in records):
+                    continue  # every pair tied in the paper: nothing judged
+                finding = Finding(_group_text(title, column, group, records), entry["paper"], entry["table"], source,
+                                  bool(column["proxy"]))
+                (proxies if finding.proxy else judged).append(finding)
+    return Findings(_lead(index), judged, proxies)
+
+
+def findings_markdown(findings: Findings | None, tables: Path) -> str:
+    """The findings as Markdown: the lead, one bullet per judged group, then the proxies apart."""
+    if findings is None:
+        return (f"The tables were not built ({tables / 'index.json'} is missing): run "
+                f"`python -m tables build --out {tables}` first.\n")
+    lines = [findings.lead, ""]
+    if findings.judged:
+        lines += [f"- {finding.text}" for finding in findings.judged] + [""]
+    else:
+        lines += ["No pair of rows has both printed and reproduced values in two or more rows of a group yet.", ""]
+    if findings.proxies:
+        lines += [PROXY_NOTE, ""] + [f"- {finding.text}" for finding in findings.proxies] + [""]
+    return "\n".join(lines)
+
+
+def untraceable(text: str, reference: str) -> list[str]:
+    """Numbers of ``text`` that ``reference`` (a table as written) does not show as numbers."""
+    shown = set(_NUMBER.findall(reference))
+    return [number for number in _NUMBER.findall(text) if number not in shown]
+
+
+def rewrite_block(document: str, block: str) -> str:
+    """Replace what lies between the findings markers of ``document`` with ``block``."""
+    start, end = document.find(START), document.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"the markers {START} and {END} are missing or out of order")
+    return document[:start + len(START)] + "\n" + block.rstrip("\n") + "\n" + document[end:]
+
+
+def rewrite_readme(path: Path, block: str) -> None:
+    write_atomic(path, rewrite_block(path.read_text(), block))

@@ -1,0 +1,123 @@
+"""Findings generated from the built tables: known verdicts, proxies apart, every number traceable to its table."""
+import json
+import re
+
+import pytest
+
+from reports.__main__ import main as reports_main
+from reports.findings import END, START, collect, findings_markdown, rewrite_block, untraceable
+from tables.__main__ import main as tables_main
+
+from tests.tables.test_tables_verdicts import CASE, PROVENANCE, SPEC as ROWS_AND_COLUMNS  # the known-answer case
+
+PAPER = "paper: hand\ntitle: Hand-made paper\narxiv: 2601.00002v1\nurl: https://arxiv.org/abs/2601.00002v1\nsources: {pdf: the PDF}\n"
+SPEC = 'paper: hand\ntable: t1\ntitle: "Hand Table 1: perplexity"\nwhere: Table 1\n' + ROWS_AND_COLUMNS
+HEADER = "table,row,column,value,decimals,metric,unit,direction,source,note"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("findings")
+    (root / "specs" / "hand").mkdir(parents=True)
+    (root / "reported" / "hand").mkdir(parents=True)
+    (root / "specs" / "hand" / "t1.yaml").write_text(SPEC)
+    (root / "reported" / "hand" / "paper.yaml").write_text(PAPER)
+    lines = [f"t1,{row},{column},{value},1,perplexity,PPL,lower,pdf,"
+             for row, (ppl, avg, _) in CASE.items() for column, value in (("ppl", ppl), ("avg", avg))]
+    (root / "reported" / "hand" / "t1.csv").write_text("\n".join([HEADER, *lines]) + "\n")
+    for experiment, (_, _, seeds) in CASE.items():
+        for seed, value in enumerate(seeds):
+            path = root / "runs" / experiment / f"seed{seed}" / "eval" / "ppl.json"
+            path.parent.mkdir(parents=True)
+            path.write_text(json.dumps({"schema_version": 1, "experiment": experiment, "seed": seed, "eval": "ppl",
+                                        "metrics": {"test/ppl": value}, "provenance": {**PROVENANCE, "seed": seed}}))
+    assert tables_main(["build", "--results", str(root / "runs"), "--out", str(root / "tables"),
+                        "--specs", str(root / "specs"), "--reported", str(root / "reported")]) == 0
+    return root
+
+
+def test_one_bullet_per_judged_group_with_the_known_verdicts(built):
+    findings = collect(built / "tables")
+    assert [finding.text for finding in findings.judged] == [
+        "Hand Table 1 · Train PPL · S: agrees 2 / differs 1 / inconclusive 0. "
+        "Agrees: Base − ConceptLM (paper 2.0; ours 2 ± 0.1291; n 3, 3); PM − ConceptLM (paper 1.0; ours 4 ± 0.0816; n 3, 3). "
+        "Differs: Base − PM (paper 1.0; ours -2 ± 0.1291; n 3, 3).",
+        "Hand Table 1 · Train PPL · XS: agrees 0 / differs 0 / inconclusive 1. "
+        "Inconclusive: Base − ConceptLM (paper 1.0; ours 0.1 ± 0.3266; n 3, 3; |d| ≤ 2·se).",
+        "Hand Table 1 · Train PPL · M: agrees 0 / differs 0 / inconclusive 1. "
+        "Inconclusive: Base − ConceptLM (paper 1.0; ours 1; n 1, 3; n=1: Base).",
+    ]
+    assert "agrees 2 / differs 1 / inconclusive 2;" in findings.lead and "5 proxy pairs" in findings.lead
+
+
+def test_proxies_are_listed_apart_and_never_counted(built):
+    findings = collect(built / "tables")
+    assert len(findings.proxies) == 3 and all(finding.proxy for finding in findings.proxies)
+    assert all(" (ours, a proxy) · " in finding.text and ": proxy: agrees " in finding.text for finding in findings.proxies)
+    assert not any("proxy" in finding.text for finding in findings.judged)
+    assert findings.proxies[0].text.startswith("Hand Table 1 · Avg PPL (paper) against Train PPL (ours, a proxy) · S: "
+                                               "proxy: agrees 2 / differs 1 / inconclusive 0. Proxy, same order: "
+                                               "Base − ConceptLM (paper 5.0; ours 2 ± 0.1291; n 3, 3)")
+    text = findings_markdown(findings, built / "tables")
+    judged, proxies = text.split("Proxy comparisons:")
+    assert "Avg PPL" not in judged and proxies.count("\n- ") == 3
+    assert "neither agreement nor disagreement" in proxies.splitlines()[0]
+
+
+def test_every_number_of_a_finding_is_in_its_table(built):
+    findings = collect(built / "tables")
+    for finding in findings.judged + findings.proxies:
+        assert untraceable(finding.text, (built / "tables" / finding.source).read_text()) == [], finding.text
+    index = (built / "tables" / "index.json").read_text()
+    assert untraceable(findings.lead, index) == []
+
+
+def test_a_number_not_in_the_table_is_caught(built):
+    finding = collect(built / "tables").judged[0]
+    table = (built / "tables" / finding.source).read_text()
+    assert "0.1291" in finding.text
+    assert untraceable(finding.text.replace("0.1291", "0.1292", 1), table) == ["0.1292"]
+    assert untraceable(finding.text.replace("ours -2 ±", "ours -2.5 ±"), table) == ["-2.5"]
+
+
+def test_the_report_shows_the_findings_first(built):
+    assert reports_main(["build", "--results", str(built / "runs"), "--tables", str(built / "tables"),
+                         "--out", str(built / "report")]) == 0
+    text = (built / "report" / "report.md").read_text()
+    start = text.index("## Findings")
+    assert start < text.index("|") and start < text.index("### Hand Table 1")
+    assert text.index("Hand Table 1 · Train PPL · S: agrees 2 / differs 1 / inconclusive 0.") < text.index("Proxy comparisons:")
+    assert "(ours, a proxy): proxy: agrees" in text
+
+
+def test_cli_prints_and_rewrites_the_readme_block(built, capsys, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# Title\n\nWhat the runs say:\n\n{START}\nold text\n{END}\n\nAfter.\n")
+    assert reports_main(["findings", "--tables", str(built / "tables"), "--readme", str(readme)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("Pairs of rows") and "Hand Table 1 · Train PPL · S" in printed
+    text = readme.read_text()
+    assert text.startswith("# Title\n\nWhat the runs say:\n\n" + START + "\nPairs of rows")
+    assert text.endswith(f"{END}\n\nAfter.\n") and "old text" not in text
+    assert printed.strip() in text
+    assert reports_main(["findings", "--tables", str(built / "tables"), "--readme", str(readme)]) == 0
+    assert readme.read_text() == text  # rewriting is idempotent
+
+
+def test_cli_without_markers_or_tables(built, capsys, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# no markers\n")
+    assert reports_main(["findings", "--tables", str(built / "tables"), "--readme", str(readme)]) == 2
+    assert "markers" in capsys.readouterr().err and readme.read_text() == "# no markers\n"
+    assert reports_main(["findings", "--tables", str(tmp_path / "none")]) == 0
+    assert "The tables were not built" in capsys.readouterr().out
+    with pytest.raises(ValueError):
+        rewrite_block(f"{END}\n{START}\n", "x")
+
+
+def test_the_repository_readme_has_the_markers():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert text.count(START) == 1 and text.count(END) == 1
+    assert re.search(r"What the embedded runs say.*" + re.escape(START), text, re.S)
