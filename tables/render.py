@@ -203,6 +203,9 @@ def table_markdown(view: TableView) -> str:
              f"## {wide_title(view)}", "", markdown_grid(*wide_grid(view)), ""]
     if has_reported(view):
         parts += [LEGEND, ""]
+    notes = [f"- {row_label(view, row.id)}: {row.note}" for row in spec.rows if row.note]
+    if notes:
+        parts += ["Row notes:", ""] + notes + [""]
     header, rows = cell_grid(view)
     if rows:
         parts += ["## Reported, recomputed and reproduced", "", markdown_grid(header, rows), ""]
