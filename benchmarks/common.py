@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import platform
+import resource
 import statistics
 import time
 from typing import Callable
@@ -18,9 +19,12 @@ import torch
 from common.provenance import git_state, library_versions
 
 
-def interleaved_step_times(steps: dict[str, Callable], x: torch.Tensor, rounds: int, warmup: int
+def interleaved_step_times(steps: dict[str, Callable], x: torch.Tensor, rounds: int, warmup: int,
+                           minor_faults: dict[str, list[int]] | None = None
                            ) -> tuple[dict[str, list[float]], dict[str, float]]:
-    """(seconds per timed step, peak CUDA MiB) for each arm; peaks are 0 on CPU."""
+    """(seconds per timed step, peak CUDA MiB) for each arm; peaks are 0 on CPU. ``minor_faults``, when
+    given, receives each arm's minor page faults per timed step (pages the kernel had to map and zero:
+    on CPU a cost of freeing and re-allocating large tensors, which glibc returns to the system)."""
     cuda = x.device.type == "cuda"
     times = {name: [] for name in steps}
     peak = {name: 0.0 for name in steps}
@@ -29,6 +33,7 @@ def interleaved_step_times(steps: dict[str, Callable], x: torch.Tensor, rounds: 
             if cuda:
                 torch.cuda.reset_peak_memory_stats()
                 torch.cuda.synchronize()
+            f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             t0 = time.perf_counter()
             step(x)
             if cuda:
@@ -36,6 +41,8 @@ def interleaved_step_times(steps: dict[str, Callable], x: torch.Tensor, rounds: 
                 peak[name] = max(peak[name], torch.cuda.max_memory_allocated() / 2**20)
             if r >= warmup:
                 times[name].append(time.perf_counter() - t0)
+                if minor_faults is not None:
+                    minor_faults.setdefault(name, []).append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
     return times, peak
 
 
@@ -53,6 +60,28 @@ def _child(build: Callable, name: str, args, queue) -> None:
         step(x)
     # VmHWM belongs to this exec'd image; ru_maxrss would inherit the parent's peak across fork+exec
     queue.put(next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM")) / 1024)
+
+
+def _call(fn: Callable, args: tuple, queue) -> None:
+    try:
+        queue.put((True, fn(*args)))
+    except BaseException as e:  # noqa: BLE001 - re-raised in the parent
+        queue.put((False, repr(e)))
+        raise
+
+
+def run_in_child(fn: Callable, *args):
+    """``fn(*args)`` in a fresh spawned process (its own heap and allocator state, so one measurement
+    does not inherit another's); ``fn`` must be module-level and its result picklable."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_call, args=(fn, args, queue))
+    proc.start()
+    ok, value = queue.get()
+    proc.join()
+    if not ok:
+        raise RuntimeError(f"{fn.__name__} failed in its child process: {value}")
+    return value
 
 
 def peak_rss_mib(build: Callable, name: str, args) -> float:

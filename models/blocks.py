@@ -85,13 +85,17 @@ class CausalSelfAttention(nn.Module):
         self.dropout = dropout
         self.rotary = rotary
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, causal: bool = True) -> torch.Tensor:
+        """Causal attention by default; ``attn_mask`` (bool, True = may attend, broadcastable to
+        (batch, heads, query, key)) replaces the causal mask (NCM's block-diagonal mask); ``causal=False``
+        without a mask attends everywhere (the masked-diffusion baseline)."""
         b, t, d = x.shape
         kv = self.n_kv_head * self.head_dim
         q, k, v = (z.view(b, t, -1, self.head_dim).transpose(1, 2) for z in self.qkv(x).split([d, kv, kv], dim=-1))
         if self.rotary is not None:
             q, k = self.rotary(q), self.rotary(k)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0,
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=causal and attn_mask is None,
+                                           dropout_p=self.dropout if self.training else 0.0,
                                            enable_gqa=self.n_kv_head != self.n_head)
         return self.proj(y.transpose(1, 2).reshape(b, t, d))
 
@@ -132,10 +136,11 @@ class Block(nn.Module):
         self.parallel_residual = parallel_residual
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, causal: bool = True) -> torch.Tensor:
+        """``attn_mask`` / ``causal``: as ``CausalSelfAttention.forward`` (default: causal)."""
         if self.parallel_residual:
-            return x + self.drop(self.attn(self.ln1(x))) + self.drop(self.mlp(self.ln2(x)))
-        x = x + self.drop(self.attn(self.ln1(x)))
+            return x + self.drop(self.attn(self.ln1(x), attn_mask, causal)) + self.drop(self.mlp(self.ln2(x)))
+        x = x + self.drop(self.attn(self.ln1(x), attn_mask, causal))
         return x + self.drop(self.mlp(self.ln2(x)))
 
 

@@ -76,6 +76,48 @@ def test_fused_linear_cross_entropy_equals_autograd():
     torch.testing.assert_close(w.grad, w2.grad)
 
 
+def test_fused_linear_cross_entropy_fp32_equals_autograd():
+    """fp32 on CPU takes the oneDNN matmuls (models.losses._matmul_t); the embedded shapes' width."""
+    from models import losses
+
+    torch.manual_seed(0)
+    h = torch.randn(700, 64, requires_grad=True)  # 3 chunks, ragged tail
+    w = (0.5 * torch.randn(301, 64)).requires_grad_()
+    y = torch.randint(0, 301, (700,))
+    assert losses._ONEDNN_LINEAR is not None or not torch.backends.mkldnn.is_available()
+    (2 * linear_cross_entropy(h, w, y)).backward()
+    h2, w2 = h.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    ref = F.cross_entropy(h2 @ w2.T, y)
+    (2 * ref).backward()
+    torch.testing.assert_close(linear_cross_entropy(h.detach(), w.detach(), y), ref.detach())
+    torch.testing.assert_close(h.grad, h2.grad)
+    torch.testing.assert_close(w.grad, w2.grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fused_linear_cross_entropy_target_far_below_the_maximum(dtype):
+    """A target 100-400 nats below its row's maximum has a probability under the normal float range:
+    its loss comes from logsumexp, not log(softmax) (which is -inf there); gradients are unaffected."""
+    torch.manual_seed(0)
+    h = torch.randn(40, 8, dtype=dtype)
+    h[:5] *= 200.0  # these rows put some targets hundreds of nats down
+    h.requires_grad_()
+    w = torch.randn(30, 8, dtype=dtype, requires_grad=True)
+    y = torch.randint(0, 30, (40,))
+    with torch.no_grad():
+        logits = h @ w.T
+        assert (logits.amax(-1) - logits.gather(1, y[:, None]).squeeze(1)).max() > 100
+    loss = linear_cross_entropy(h, w, y)
+    loss.backward()
+    h2, w2 = h.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    ref = F.cross_entropy(h2 @ w2.T, y)
+    ref.backward()
+    assert torch.isfinite(loss)
+    torch.testing.assert_close(loss, ref)
+    torch.testing.assert_close(h.grad, h2.grad)
+    torch.testing.assert_close(w.grad, w2.grad)
+
+
 def test_compiled_model_runs_around_the_fused_kernel():
     """The trainer marks the kernel opaque before torch.compile (models.losses.opaque_to_compile);
     the compiled forward must give the eager loss (backend 'eager': tracing only, no C++ build)."""

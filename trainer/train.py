@@ -53,7 +53,7 @@ def make_optimizer(model: torch.nn.Module, t: dict) -> torch.optim.AdamW:
     params = [p for p in model.parameters() if p.requires_grad]
     groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": t["weight_decay"]},
               {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=t["lr"], betas=tuple(t["betas"]), eps=t["eps"])
+    return torch.optim.AdamW(groups, lr=t["lr"], betas=tuple(t["betas"]), eps=t["eps"], fused=True)
 
 
 class Trainer:
