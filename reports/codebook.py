@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 
 from tables.numbers import format_float
+from tables.results import run_folders
 from tables.validation import display_path
 
 from .plotting import png, pyplot
@@ -51,7 +52,8 @@ def segment_usage(counts: list[int]) -> tuple[float, float | None]:
 def _result_file(runs: Path, experiment: str, eval_name: str) -> Path | None:
     """The result of the lowest seed found (seed 0 when it exists)."""
     by_seed: dict[int, Path] = {}
-    for path in runs.glob(f"{experiment}/seed*/eval/{eval_name}.json") if runs.is_dir() else []:
+    for path in [run / "eval" / f"{eval_name}.json" for run in run_folders(runs) if run.parent.name == experiment
+                 and (run / "eval" / f"{eval_name}.json").is_file()]:
         seed = path.parts[-3].removeprefix("seed")
         if seed.isdigit():
             by_seed[int(seed)] = path

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tables.results import run_folders
+
 from .plotting import png, pyplot
 
 
@@ -44,7 +46,7 @@ def read_curve(path: Path, seed: int) -> Curve:
 def read_curves(runs: Path) -> dict[str, list[Curve]]:
     """experiment -> curves of its seeds, for every metrics.jsonl found."""
     curves: dict[str, list[Curve]] = {}
-    for path in sorted(runs.glob("*/seed*/train/metrics.jsonl")) if runs.is_dir() else []:
+    for path in [run / "train" / "metrics.jsonl" for run in run_folders(runs) if (run / "train" / "metrics.jsonl").is_file()]:
         seed = path.parts[-3].removeprefix("seed")
         if seed.isdigit():
             curves.setdefault(path.parts[-4], []).append(read_curve(path, int(seed)))

@@ -106,8 +106,27 @@ def collect(tables: Path) -> Findings | None:
     return Findings(_lead(index), judged, proxies)
 
 
-def findings_markdown(findings: Findings | None, tables: Path) -> str:
-    """The findings as Markdown: the lead, one bullet per judged group, then the proxies apart."""
+HEADLINE = ("embedded", "foundation")  # our own table of every embedded run (tables/specs/embedded/)
+HEADLINE_COLUMNS = ("test PPL", "PPL ÷ oracle")
+
+
+def headline(tables: Path) -> str:
+    """The test PPL of every embedded run as the embedded table shows it (mean ± std, n), Markdown;
+    empty when that table was not built."""
+    path = tables / HEADLINE[0] / f"{HEADLINE[1]}.json"
+    if not path.exists():
+        return ""
+    printed = json.loads(path.read_text())["printed"]
+    keep = [i for i, label in enumerate(printed["header"]) if i == 0 or label in HEADLINE_COLUMNS]
+    rows = [[row[i] for i in keep] for row in printed["rows"] if any(row[i] != "—" for i in keep[1:])]
+    grid = ["| " + " | ".join(printed["header"][i] or "run" for i in keep) + " |", "|" + "---|" * len(keep)]
+    return (f"Every embedded run ({HEADLINE[0]}/{HEADLINE[1]}.md; mean ± std over seeds, n):\n\n"
+            + "\n".join(grid + ["| " + " | ".join(row) + " |" for row in rows]) + "\n")
+
+
+def findings_markdown(findings: Findings | None, tables: Path, compact: bool = False) -> str:
+    """The findings as Markdown: the lead, one bullet per judged group, then the proxies apart (with
+    ``compact``, their count only: the README), then the embedded runs' test PPL."""
     if findings is None:
         return (f"The tables were not built ({tables / 'index.json'} is missing): run "
                 f"`python -m tables build --out {tables}` first.\n")
@@ -116,9 +135,13 @@ def findings_markdown(findings: Findings | None, tables: Path) -> str:
         lines += [f"- {finding.text}" for finding in findings.judged] + [""]
     else:
         lines += ["No pair of rows has both printed and reproduced values in two or more rows of a group yet.", ""]
-    if findings.proxies:
+    if findings.proxies and compact:
+        lines += [f"{len(findings.proxies)} comparison groups are proxies (the paper's Avg PPL against our test PPL): "
+                  "neither agreement nor disagreement; the report lists them.", ""]
+    elif findings.proxies:
         lines += [PROXY_NOTE, ""] + [f"- {finding.text}" for finding in findings.proxies] + [""]
-    return "\n".join(lines)
+    table = headline(tables)
+    return "\n".join(lines) + ("\n" + table if table else "")
 
 
 def untraceable(text: str, reference: str) -> list[str]:

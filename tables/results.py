@@ -39,10 +39,29 @@ class Reproduced:
         return stdev(self.per_seed.values()) if self.n > 1 else None
 
 
+RUNS_INDEX = "index.json"
+
+
+def run_folders(root: Path) -> list[Path]:
+    """The run folders ``root/{experiment}/seed{k}`` to read: those of the profile, listed in
+    ``root/index.json`` (written by the workflow's ``runs_index`` rule), so a run dropped from the
+    profile is never read again; every folder found when there is no index (a hand-made folder)."""
+    if not root.is_dir():
+        return []
+    index = root / RUNS_INDEX
+    if index.is_file():
+        try:
+            listed = json.loads(index.read_text())["runs"]
+        except (json.JSONDecodeError, KeyError, TypeError) as error:
+            raise DataError(index, None, "runs", f"unreadable run index ({error}); re-run snakemake to rewrite it") from None
+        return [root / run for run in sorted(listed) if (root / run).is_dir()]
+    return sorted(path for path in root.glob("*/seed*") if path.is_dir())
+
+
 def load_results(root: Path) -> dict[Metric, Reproduced]:
-    """Every finite metric of every result file, grouped over seeds."""
+    """Every finite metric of every result file of the runs to read (``run_folders``), grouped over seeds."""
     per_seed: dict[Metric, dict[int, float]] = {}
-    for path in sorted(root.glob("*/seed*/eval/*.json")) if root.is_dir() else []:
+    for path in [file for run in run_folders(root) for file in sorted(run.glob("eval/*.json"))]:
         experiment, seed_dir = path.parts[-4], path.parts[-3]
         match = _SEED.match(seed_dir)
         if not match:

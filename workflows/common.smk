@@ -57,6 +57,11 @@ def eval_results():
     return [f"{RUNS}/{e}/seed{s}/eval/{name}.json" for e, s in runs() for name in EXPERIMENTS[e]["evals"]]
 
 
+def runs_index_json():
+    """The profile's run folders (tables/results.py::run_folders reads only these)."""
+    return json.dumps({"runs": [f"{e}/seed{s}" for e, s in runs()]}, sort_keys=True)
+
+
 def data_settings_json():
     return json.dumps({"corpus": PROFILE["corpus"], "tokenizer": PROFILE["tokenizer"]}, sort_keys=True)
 

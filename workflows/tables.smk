@@ -1,9 +1,25 @@
-# Tables and report: read result JSONs only (never checkpoints), see tables/README.md.
+# Tables and report: read result JSONs only (never checkpoints), see tables/README.md, and only those
+# of the profile's runs (runs/index.json): a run dropped from the profile is never read again.
+
+
+rule runs_index:
+    output:
+        f"{RUNS}/index.json",
+    params:
+        json=runs_index_json(),
+    log:
+        f"{OUT}/logs/runs_index.log",
+    localrule: True
+    conda:
+        ENV
+    shell:
+        WRITE_JSON
 
 
 rule tables:
     input:
         eval_results(),
+        f"{RUNS}/index.json",
     output:
         f"{OUT}/tables/index.json",
     params:

@@ -121,3 +121,17 @@ def test_the_repository_readme_has_the_markers():
     text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert text.count(START) == 1 and text.count(END) == 1
     assert re.search(r"What the embedded runs say.*" + re.escape(START), text, re.S)
+
+
+def test_headline_table_quotes_the_embedded_table_and_skips_empty_rows(tmp_path):
+    from reports.findings import headline
+
+    assert headline(tmp_path) == ""  # no embedded table built: nothing to show
+    printed = {"header": ["", "params", "test PPL", "PPL ÷ oracle"],
+               "rows": [["GPT-2 s · base", "1", "22.236 ± 0.4638 (n=3)", "6.8284 ± 0.1424 (n=3)"],
+                        ["GPT-2 s · pm", "2", "—", "—"]]}
+    (tmp_path / "embedded").mkdir()
+    (tmp_path / "embedded" / "foundation.json").write_text(json.dumps({"printed": printed}))
+    text = headline(tmp_path)
+    assert "| GPT-2 s · base | 22.236 ± 0.4638 (n=3) | 6.8284 ± 0.1424 (n=3) |" in text
+    assert "pm" not in text and "params" not in text
