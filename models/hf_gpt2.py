@@ -66,10 +66,15 @@ def to_hf_gpt2(model: TokenLM, **config_kwargs):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     cfg = model.cfg
+    if type(model) is not TokenLM:  # a concept family's extra modules have no place in GPT2LMHeadModel
+        raise ValueError(f"only token LMs export to GPT-2, not {type(model).__name__}: its extra modules would be lost")
     if cfg.positional != "learned" or cfg.parallel_residual or not cfg.bias:
         raise ValueError("only GPT-2-style models (learned positions, sequential residual, biases) export to GPT-2")
+    if cfg.activation != "gelu_tanh" or cfg.norm != "layernorm" or cfg.n_kv_head not in (None, cfg.n_head):
+        raise ValueError(f"GPT-2 has gelu_new, LayerNorm and one key/value head per head; this model has "
+                         f"{cfg.activation}, {cfg.norm}, n_kv_head={cfg.n_kv_head}: it does not export to GPT-2")
     hf_cfg = GPT2Config(vocab_size=cfg.vocab_size, n_positions=cfg.seq_len, n_embd=cfg.d_model,
-                        n_layer=cfg.n_layer, n_head=cfg.n_head, n_inner=cfg.mlp_ratio * cfg.d_model,
+                        n_layer=cfg.n_layer, n_head=cfg.n_head, n_inner=cfg.mlp_hidden or cfg.mlp_ratio * cfg.d_model,
                         layer_norm_epsilon=cfg.norm_eps, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
                         tie_word_embeddings=cfg.tie_embeddings, **config_kwargs)
     hf_model = GPT2LMHeadModel(hf_cfg)

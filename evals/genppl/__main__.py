@@ -1,0 +1,88 @@
+"""Command line of the Gen. PPL evaluator.
+
+    # a trained GPT-2 run -> an offline transformers judge folder
+    python -m evals.genppl export-judge --run-dir results/runs/judge_gpt2/seed0 \\
+        --tokenizer results/data/world/tokenizer.json --out results/judges/world_gpt2
+
+    # samples -> result JSON (Gen PPL per judge and their mean, entropy, world acceptance and exact NLL)
+    python -m evals.genppl score --samples results/runs/ncm_s/seed0/samples/k12.jsonl \\
+        --judge results/judges/world_gpt2 [--judge gpt2-large ...] \\
+        --model-tokenizer results/data/world/tokenizer.json --run-dir results/runs/ncm_s/seed0 \\
+        --out results/runs/ncm_s/seed0/eval/genppl_k12.json
+
+Samples file: JSON lines, one object per sample and nothing else (no header line; blank lines
+ignored): {"ids": [token ids of the generator], "text": "..." (optional)}; other keys are ignored.
+The ids are scored (decoded with the model tokenizer, special tokens kept); sampler settings (NFE,
+temperature, wall time) belong in the sampler's own result, not in this file.
+
+Bad input (a judge that is not a causal LM or whose tokenizer cannot encode the samples, empty
+samples, a tokenizer other than the run's, unreadable world settings) is one line on stderr and exit
+code 2, before any sample is scored.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from common.errors import ReproError
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m evals.genppl", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    sub = p.add_subparsers(dest="command", required=True)
+    e = sub.add_parser("export-judge", help="export a trained GPT-2 run as a transformers judge folder")
+    e.add_argument("--run-dir", required=True, help="the judge's run folder (or its final/)")
+    e.add_argument("--tokenizer", required=True, help="tokenizer.json of the run's corpus")
+    e.add_argument("--out", required=True, help="judge folder to write")
+    s = sub.add_parser("score", help="Gen PPL, entropy and world quality of a samples file")
+    s.add_argument("--samples", required=True, help="samples JSON lines ({'ids': [...], 'text': '...'} per line)")
+    s.add_argument("--judge", action="append", required=True,
+                   help="judge: hub name (gpt2-large) or transformers folder; repeat for several (their mean is reported)")
+    s.add_argument("--model-tokenizer", required=True, help="the generator's tokenizer.json (or transformers name)")
+    s.add_argument("--run-dir", required=True, help="the generating run (or its final/): its manifest goes into the result")
+    s.add_argument("--out", required=True, help="result JSON; its stem is the eval name")
+    s.add_argument("--world-settings", help="JSON corpus block of the synthetic world (default: the run's, when synthetic)")
+    s.add_argument("--no-world", action="store_true", help="skip grammar acceptance even for a synthetic-world run")
+    s.add_argument("--boundaries", choices=("eot", "document"), default="eot",
+                   help="eot: samples are windows of the EOT-separated stream; document: each sample is one document")
+    s.add_argument("--max-length", type=int, help="judge truncation length (default: the run's model.seq_len)")
+    s.add_argument("--batch-size", type=int, default=8)
+    s.add_argument("--pad-eos", choices=("exclude", "duo"), default="exclude",
+                   help="exclude: padding never scored (batch invariant); duo: the reference code's mask")
+    s.add_argument("--max-unknown-rate", type=float, default=1e-3,
+                   help="refuse a judge whose tokenizer cannot encode more than this fraction of the characters")
+    s.add_argument("--device", default="auto")
+    s.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
+    s.add_argument("--threads", type=int, help="torch threads")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
+    try:
+        if a.command == "export-judge":
+            from evals.genppl.export import export_judge
+
+            out = export_judge(a.run_dir, a.tokenizer, a.out)
+            print(f"judge written to {out}")
+            return 0
+        if a.threads:
+            import torch
+            torch.set_num_threads(a.threads)
+        from evals.genppl.score import score_samples
+
+        r = score_samples(a.samples, a.judge, a.model_tokenizer, a.run_dir, a.out, world_settings=a.world_settings,
+                          use_world=not a.no_world, boundaries=a.boundaries, max_length=a.max_length,
+                          batch_size=a.batch_size, pad_eos=a.pad_eos, max_unknown_rate=a.max_unknown_rate,
+                          device=a.device, dtype=a.dtype)
+    except ReproError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps({k: v for k, v in r["metrics"].items()}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
