@@ -28,6 +28,7 @@ include: "workflows/tables.smk"
 rule all:
     default_target: True
     input:
+        run_outputs(),
         eval_results(),
         f"{OUT}/tables/index.json",
         f"{OUT}/report/report.html",

@@ -46,22 +46,38 @@ def run_folders(root: Path) -> list[Path]:
     """The run folders ``root/{experiment}/seed{k}`` to read: those of the profile, listed in
     ``root/index.json`` (written by the workflow's ``runs_index`` rule), so a run dropped from the
     profile is never read again; every folder found when there is no index (a hand-made folder)."""
+    return sorted(_listed(root))
+
+
+def _listed(root: Path) -> dict[Path, list[str] | None]:
+    """Run folder -> the evaluations to read (None: every one found)."""
     if not root.is_dir():
-        return []
+        return {}
     index = root / RUNS_INDEX
-    if index.is_file():
-        try:
-            listed = json.loads(index.read_text())["runs"]
-        except (json.JSONDecodeError, KeyError, TypeError) as error:
-            raise DataError(index, None, "runs", f"unreadable run index ({error}); re-run snakemake to rewrite it") from None
-        return [root / run for run in sorted(listed) if (root / run).is_dir()]
-    return sorted(path for path in root.glob("*/seed*") if path.is_dir())
+    if not index.is_file():
+        return {path: None for path in root.glob("*/seed*") if path.is_dir()}
+    try:
+        listed = json.loads(index.read_text())["runs"]
+        runs = listed if isinstance(listed, dict) else dict.fromkeys(listed)
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
+        raise DataError(index, None, "runs", f"unreadable run index ({error}); re-run snakemake to rewrite it") from None
+    return {root / run: evals for run, evals in runs.items() if (root / run).is_dir()}
+
+
+def result_files(root: Path) -> list[Path]:
+    """The result JSONs to read: the listed evaluations of the listed runs (an evaluation dropped from an
+    experiment's ``evals`` is not read, though its old file stays on disk)."""
+    files = []
+    for run, evals in sorted(_listed(root).items()):
+        found = sorted(run.glob("eval/*.json"))
+        files += found if evals is None else [path for path in found if path.stem in evals]
+    return files
 
 
 def load_results(root: Path) -> dict[Metric, Reproduced]:
     """Every finite metric of every result file of the runs to read (``run_folders``), grouped over seeds."""
     per_seed: dict[Metric, dict[int, float]] = {}
-    for path in [file for run in run_folders(root) for file in sorted(run.glob("eval/*.json"))]:
+    for path in result_files(root):
         experiment, seed_dir = path.parts[-4], path.parts[-3]
         match = _SEED.match(seed_dir)
         if not match:

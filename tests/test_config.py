@@ -273,3 +273,19 @@ def test_loss_weight_keys_must_name_a_loss_of_the_model(profile):
     validate(profile)
     profile["defaults"]["train"]["loss_weights"] = {"ntp": 1.0, "vq": 1.0}  # Base has no VQ loss
     assert "has no loss 'vq'" in _error(profile)
+
+
+def test_non_finite_settings_and_duplicate_keys_are_refused(profile, tmp_path, capsys):
+    from workflows.experiments import main
+
+    profile["defaults"]["train"]["loss_weights"] = {"ntp": float("nan")}
+    assert "train.loss_weights.ntp=nan: not a finite number" in _error(profile)
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("profile: x\nexperiments: []\nexperiments: []\n")
+    assert main([str(dup)]) == 1
+    assert "line 3, column 1: key 'experiments' appears twice" in capsys.readouterr().err
+
+
+def test_profile_name_must_be_a_folder_name(profile):
+    profile["profile"] = "../escape"
+    assert "profile" in _error(profile) and "does not match" in _error(profile)

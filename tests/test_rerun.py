@@ -137,6 +137,15 @@ def test_changed_setting_retrains_without_a_manual_step(reference, tmp_path):
     log = pretrain_log(workdir, "pm_s")
     assert "belong to another run (config_hash" in log and "resuming" not in log
     assert result(workdir, "base_s") == result(reference, "base_s")  # unchanged settings, result kept
+
+    # an edit whose re-training fails: the next plain run re-trains, it never keeps the old result
+    config["experiments"][1]["overrides"]["train.lr"] = 2e-3
+    (workdir / "micro.yaml").write_text(yaml.safe_dump(config))
+    assert snakemake(workdir, kill_after=50).returncode != 0
+    run = snakemake(workdir)
+    assert run.returncode == 0 and "Nothing to be done" not in run.stdout + run.stderr, run.stderr[-2000:]
+    assert json.loads((run_dir(workdir, "pm_s") / "final" / "manifest.json").read_text())["config"]["train"]["lr"] == 2e-3
+    assert result(workdir, "pm_s")["config"]["train"]["lr"] == 2e-3
     assert weights(workdir, "pm_s")["blocks.0.attn.qkv.weight"].ne(weights(reference, "pm_s")["blocks.0.attn.qkv.weight"]).any()
 
 

@@ -185,3 +185,24 @@ def test_ddp_under_torchrun_matches_single_process(tiny_data, run_cfg, tmp_path)
     losses = lambda d: [r["loss"] for r in map(json.loads, (d / "train" / "metrics.jsonl").read_text().splitlines())
                         if "loss" in r]
     assert losses(tmp_path / "ddp") == pytest.approx(losses(tmp_path / "one"), rel=1e-5)
+
+
+def test_a_second_trainer_on_the_same_run_folder_is_refused(tiny_data, run_cfg, tmp_path):
+    import subprocess
+    import sys
+    import time
+    from trainer.train import TrainingLockError
+
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, sys, time; f = open(sys.argv[1], 'a+'); fcntl.flock(f, fcntl.LOCK_EX); "
+        "f.write(str(os.getpid())); f.flush(); print('locked', flush=True); time.sleep(30)"), str(tmp_path / ".train.lock")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(TrainingLockError, match=f"another process \\(pid {holder.pid}\\)"):
+            Trainer(run_cfg, tiny_data["tokens"], tmp_path).run()
+    finally:
+        holder.kill()
+        holder.wait()
+    time.sleep(0.1)
+    assert Trainer(run_cfg, tiny_data["tokens"], tmp_path).run() is not None  # the lock died with its holder

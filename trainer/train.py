@@ -13,6 +13,7 @@ the loss term; the last good checkpoint stays on disk.
 """
 from __future__ import annotations
 
+import fcntl
 import math
 import os
 import signal
@@ -33,6 +34,10 @@ from trainer.checkpoint import (binding_difference, clean_debris, load_checkpoin
                                 save_checkpoint, save_weights, set_aside, valid_checkpoints)
 from trainer.data import DataError, WindowOrder, data_binding, gather_windows, open_split, order_key, read_manifest
 from trainer.metrics import MetricsLog
+
+
+class TrainingLockError(ReproError, RuntimeError):
+    """Another process is training into the same run folder."""
 
 
 class NonFiniteLossError(ReproError, RuntimeError):
@@ -91,6 +96,7 @@ class Trainer:
         torch.manual_seed(run_cfg["seed"])
         self.model = build_model(self.model_kwargs, vocab_size=manifest["vocab_size"], seq_len=self.seq_len)
         self.model.to(self.device)
+        self.primary = self.model.loss_names(self.model.cfg)[0]  # what valid/loss measures
         self.alerted: set[str] = set()
         self.flops_per_token = flops_per_token(self.model_kwargs, vocab_size=manifest["vocab_size"],
                                                seq_len=self.seq_len)
@@ -158,7 +164,8 @@ class Trainer:
 
     @torch.no_grad()
     def valid_loss(self) -> float:
-        """Mean NTP loss on the first ``eval_batches`` x micro-batch windows of the valid split."""
+        """Mean primary loss (the first of the model's ``loss_names``: NTP for token and concept LMs, the
+        NELBO for masked diffusion) on the first ``eval_batches`` x micro-batch windows of the valid split."""
         self.model.eval()
         n = min(self.t["eval_batches"] * self.micro, (len(self.valid_tokens) - 1) // self.seq_len)
         starts = torch.arange(n).numpy() * self.seq_len
@@ -166,7 +173,7 @@ class Trainer:
         for i in range(0, n, self.micro):
             x, y = gather_windows(self.valid_tokens, starts[i:i + self.micro], self.seq_len)
             with self.autocast():
-                total += self.model(x.to(self.device), y.to(self.device))["losses"]["ntp"].item() * len(x)
+                total += self.model(x.to(self.device), y.to(self.device))["losses"][self.primary].item() * len(x)
         self.model.train()
         return total / n
 
@@ -177,6 +184,15 @@ class Trainer:
 
         ``stop_after=k`` simulates an interruption: checkpoint after step k and return None.
         """
+        self._lock()
+        try:
+            return self._train(stop_after)
+        finally:
+            if getattr(self, "_lock_handle", None) is not None:
+                self._lock_handle.close()  # releases the lock
+                self._lock_handle = None
+
+    def _train(self, stop_after: int | None) -> dict | None:
         start, rows = self.resume()
         self.log = MetricsLog(self.run_dir / "train" / "metrics.jsonl", rows, enabled=self.rank == 0)
         steps, tokens_per_step = self.t["steps"], self.t["batch_size"] * self.seq_len
@@ -211,6 +227,28 @@ class Trainer:
                 return None
         bar.close()
         return self.finish(time.perf_counter() - wall0)
+
+    def _lock(self) -> None:
+        """Hold an exclusive lock on the run folder for the life of this process, so that a second trainer
+        (e.g. a re-run while an orphaned job of a killed Snakemake still trains) cannot write beside it."""
+        if self.rank != 0:
+            return
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        path = self.run_dir / ".train.lock"
+        handle = open(path, "a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            owner = handle.read().strip() or "unknown"
+            handle.close()
+            raise TrainingLockError(f"{self.run_dir} is being trained by another process (pid {owner}); wait for it "
+                                    "to finish or kill it, then re-run") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        self._lock_handle = handle
 
     def _say(self, message: str) -> None:
         if self.rank == 0:

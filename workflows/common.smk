@@ -57,9 +57,19 @@ def eval_results():
     return [f"{RUNS}/{e}/seed{s}/eval/{name}.json" for e, s in runs() for name in EXPERIMENTS[e]["evals"]]
 
 
+def run_outputs():
+    """Every run's training outputs. Targets in their own right: Snakemake re-runs a job whose outputs
+    are missing only when something asks for them, and an existing result file does not — so a run
+    whose settings changed and whose re-training failed, or whose log was deleted, is re-trained by
+    the next plain `snakemake`, never left behind its old results."""
+    return [f"{RUNS}/{e}/seed{s}/{name}" for e, s in runs()
+            for name in ("final/model.safetensors", "final/manifest.json", "train/metrics.jsonl")]
+
+
 def runs_index_json():
-    """The profile's run folders (tables/results.py::run_folders reads only these)."""
-    return json.dumps({"runs": [f"{e}/seed{s}" for e, s in runs()]}, sort_keys=True)
+    """The profile's run folders and the evaluations of each (tables/results.py reads only these, so a run
+    or an evaluation dropped from the profile never reaches a table)."""
+    return json.dumps({"runs": {f"{e}/seed{s}": EXPERIMENTS[e]["evals"] for e, s in runs()}}, sort_keys=True)
 
 
 def data_settings_json():

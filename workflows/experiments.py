@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import re
 from pathlib import Path
 
@@ -60,7 +61,7 @@ def _read_yaml(path: Path) -> dict:
     if not path.is_file():
         raise ConfigError(f"{path}: no such profile; see config/ for the available ones")
     try:
-        config = yaml.safe_load(path.read_text())
+        config = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -70,6 +71,20 @@ def _read_yaml(path: Path) -> dict:
         raise ConfigError(f"{path}: the profile is empty; give profile, corpus, tokenizer, defaults and experiments "
                           "(see config/default.yaml)")
     return config
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping (YAML would keep the last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"key {key!r} appears twice in one mapping",
+                                                        key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
 
 
 def with_parents(config: dict, folder: Path, source: str = "config", seen: tuple = ()) -> dict:
@@ -253,6 +268,9 @@ def _check_semantics(config: dict, exp: dict) -> None:
     from models.registry import get_spec, model_config
 
     model, train = exp["model"], exp["train"]
+    for key, value in _leaves({s: exp[s] for s in SECTIONS}):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{key}={value}: not a finite number; give a number (YAML .nan / .inf are not settings)")
     if "arch" not in model or "seq_len" not in model:
         raise ConfigError("model.arch and model.seq_len are required (set them in defaults.model)")
     fields = {k: v for k, v in model.items() if k != "seq_len"}
@@ -279,6 +297,15 @@ def _check_semantics(config: dict, exp: dict) -> None:
     if train["batch_size"] % train["micro_batch_size"]:
         raise ConfigError(f"train.batch_size={train['batch_size']} is not a multiple of train.micro_batch_size="
                           f"{train['micro_batch_size']}; make the micro-batch divide the batch")
+
+
+def _leaves(tree, prefix: str = ""):
+    """(dotted key, value) of every leaf of nested mappings."""
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            yield from _leaves(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
 
 
 def _check_corpus(corpus: dict, source: str) -> None:
