@@ -16,6 +16,13 @@ The attention projection is one fused ``qkv`` matmul laid out ``[q | k | v]`` al
 dimension (k and v have ``n_kv_head`` heads), followed by
 ``F.scaled_dot_product_attention(is_causal=True)``. A SwiGLU MLP fuses its gate and up projections
 the same way, ``fc`` laid out ``[gate | up]``.
+
+Incremental decoding: ``Block.forward(x, cache=KVCache(max_len))`` appends the keys and values of
+``x`` to the layer's cache and lets every new position attend to all cached positions and causally
+to the new ones. The new positions are ``cache.length .. cache.length + t - 1``: rotary rotates
+q and k at those offsets (the cache stores rotated keys), so a token decoded at position p sees the
+same rotations as in the full forward. Learned positions are the caller's (``TokenLM.embed(idx,
+offset)``). Every row of the batch is at the same position (equal-length prompts).
 """
 from __future__ import annotations
 
@@ -74,6 +81,39 @@ def llama3_scaled(inv_freq: torch.Tensor, scaling: dict) -> torch.Tensor:
     return torch.where(medium, (1 - smooth) * scaled / factor + smooth * scaled, scaled)
 
 
+class KVCache:
+    """Keys and values of one attention layer, for incremental decoding.
+
+    Preallocated on the first ``append`` to (batch, kv heads, ``max_len``, head dim) in the keys'
+    dtype and device (no re-allocation per token); ``length`` positions are filled. Keys are stored
+    after rotary, values as projected. GQA layers store ``n_kv_head`` heads, not ``n_head``.
+    """
+
+    def __init__(self, max_len: int):
+        self.max_len, self.length = max_len, 0
+        self.k: torch.Tensor | None = None
+        self.v: torch.Tensor | None = None
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store k, v (batch, kv heads, t, head dim) at positions length..length+t-1; return the keys
+        and values of every position so far (views into the buffers)."""
+        b, h, t, d = k.shape
+        end = self.length + t
+        if end > self.max_len:
+            raise ValueError(f"KV cache holds {self.max_len} positions (model.seq_len) and {end} were fed; "
+                             "shorten the prompt or max_new_tokens")
+        if self.k is None:
+            self.k = k.new_empty(b, h, self.max_len, d)
+            self.v = v.new_empty(b, h, self.max_len, v.shape[-1])
+        elif self.k.shape[0] != b:
+            raise ValueError(f"KV cache was built for batch {self.k.shape[0]}, got batch {b}; "
+                             "start a new cache (init_state) for another batch")
+        self.k[:, :, self.length:end] = k
+        self.v[:, :, self.length:end] = v
+        self.length = end
+        return self.k[:, :, :end], self.v[:, :, :end]
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, d_model: int, n_head: int, bias: bool, dropout: float, rotary: Rotary | None,
                  n_kv_head: int | None = None):
@@ -85,15 +125,27 @@ class CausalSelfAttention(nn.Module):
         self.dropout = dropout
         self.rotary = rotary
 
-    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, causal: bool = True) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, causal: bool = True,
+                cache: KVCache | None = None) -> torch.Tensor:
         """Causal attention by default; ``attn_mask`` (bool, True = may attend, broadcastable to
         (batch, heads, query, key)) replaces the causal mask (NCM's block-diagonal mask); ``causal=False``
-        without a mask attends everywhere (the masked-diffusion baseline)."""
+        without a mask attends everywhere (the masked-diffusion baseline).
+
+        ``cache``: x holds positions ``cache.length ..`` of a sequence whose earlier keys/values are
+        in the cache; they are appended, and the queries attend to every cached key and causally
+        among themselves (a mask given with a cache must cover (t, cache.length + t))."""
         b, t, d = x.shape
         kv = self.n_kv_head * self.head_dim
         q, k, v = (z.view(b, t, -1, self.head_dim).transpose(1, 2) for z in self.qkv(x).split([d, kv, kv], dim=-1))
+        offset = cache.length if cache is not None else 0
         if self.rotary is not None:
-            q, k = self.rotary(q), self.rotary(k)
+            q, k = self.rotary(q, offset), self.rotary(k, offset)
+        if cache is not None:
+            k, v = cache.append(k, v)
+            if causal and attn_mask is None and offset > 0:
+                causal = False  # is_causal aligns the mask top-left; with a prefix it must be bottom-right
+                if t > 1:  # query i (position offset + i) sees keys 0..offset + i
+                    attn_mask = torch.ones(t, offset + t, dtype=torch.bool, device=x.device).tril(offset)
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=causal and attn_mask is None,
                                            dropout_p=self.dropout if self.training else 0.0,
                                            enable_gqa=self.n_kv_head != self.n_head)
@@ -136,11 +188,12 @@ class Block(nn.Module):
         self.parallel_residual = parallel_residual
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, causal: bool = True) -> torch.Tensor:
-        """``attn_mask`` / ``causal``: as ``CausalSelfAttention.forward`` (default: causal)."""
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, causal: bool = True,
+                cache: KVCache | None = None) -> torch.Tensor:
+        """``attn_mask`` / ``causal`` / ``cache``: as ``CausalSelfAttention.forward`` (default: causal, no cache)."""
         if self.parallel_residual:
-            return x + self.drop(self.attn(self.ln1(x), attn_mask, causal)) + self.drop(self.mlp(self.ln2(x)))
-        x = x + self.drop(self.attn(self.ln1(x), attn_mask, causal))
+            return x + self.drop(self.attn(self.ln1(x), attn_mask, causal, cache)) + self.drop(self.mlp(self.ln2(x)))
+        x = x + self.drop(self.attn(self.ln1(x), attn_mask, causal, cache))
         return x + self.drop(self.mlp(self.ln2(x)))
 
 

@@ -9,7 +9,12 @@ token-space baseline sit on any backbone, named ``<family>_<backbone>`` (``conce
 conventions) plus the family's options, with the family's per-backbone defaults: the authors' code
 for that backbone (``ConceptOptions.backbone_defaults``: on GPT-2 insertion depth 0, §4.1, and the GPT-2
 code's fusion, concept norm, code transform and VQ reduction; table in ``models.conceptlm``). So an
-experiment switches a Base model to ConceptLM by overriding ``model.arch`` alone.
+experiment switches a Base model to ConceptLM by overriding ``model.arch`` alone. The masked-diffusion
+baseline ``mdlm_<backbone>`` (``models.mdlm``) is the backbone's blocks run bidirectionally: it is
+in ``NON_CAUSAL``, not ``REGISTRY`` (no next-token logits), and builds through the same functions.
+So are NCM's two stages (``models.ncm_tokenizer``, ``models.ncm``): ``ncm_tokenizer``, the multi-scale
+residual tokenizer, and ``ncm``, the per-scale generator that carries a frozen copy of it (its
+``model.tokenizer`` is the upstream tokenizer run's model config).
 """
 from __future__ import annotations
 
@@ -22,7 +27,10 @@ from torch import nn
 from models.conceptlm import ConceptLM, ConceptOptions, concept_lm_flops_per_token
 from models.contextlm import ContextOptions
 from models.llama import LlamaConfig
+from models.mdlm import MDLM, MDLMOptions, mdlm_flops_per_token
 from models.mtp import MTPLM, MTPOptions, mtp_flops_per_token
+from models.ncm import NCM, NCMConfig, ncm_flops_per_token
+from models.ncm_tokenizer import NCMTokenizer, NCMTokenizerConfig, ncm_tokenizer_flops_per_token
 from models.token_lm import PythiaConfig, TokenLM, TokenLMConfig, token_lm_flops_per_token
 
 
@@ -60,10 +68,26 @@ REGISTRY: dict[str, ModelSpec] = {
 }
 
 
+# Families that are not causal token LMs (no next-token logits), trained by the same trainer: REGISTRY
+# stays the set the causality, harness and perplexity code iterates over. NCM (arXiv 2610.14162): the
+# multi-scale residual tokenizer (stage 1) and the per-scale generator over its codes (stage 2).
+NON_CAUSAL: dict[str, ModelSpec] = {
+    spec.name: spec for spec in (
+        ModelSpec("ncm_tokenizer", NCMTokenizerConfig, NCMTokenizer, ncm_tokenizer_flops_per_token),
+        ModelSpec("ncm", NCMConfig, NCM, ncm_flops_per_token),
+        # NCM's masked-diffusion baseline on each backbone's blocks, run bidirectionally (models/mdlm.py)
+        *(ModelSpec(f"mdlm_{backbone}", family_config(MDLMOptions, backbone), MDLM, mdlm_flops_per_token)
+          for backbone in BACKBONES),
+    )
+}
+
+
 def get_spec(arch: str) -> ModelSpec:
-    if arch not in REGISTRY:
-        raise ValueError(f"model.arch={arch!r} is not a registered model; choose one of {sorted(REGISTRY)}")
-    return REGISTRY[arch]
+    spec = REGISTRY.get(arch) or NON_CAUSAL.get(arch)
+    if spec is None:
+        raise ValueError(f"model.arch={arch!r} is not a registered model; choose one of "
+                         f"{sorted(REGISTRY) + sorted(NON_CAUSAL)}")
+    return spec
 
 
 def model_config(model_cfg: dict, **fixed):

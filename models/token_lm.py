@@ -10,15 +10,26 @@ conventions.
 
 The model returns a dict: ``logits`` and ``losses`` (named scalar losses). The trainer sums the
 losses with configured weights, so every model family plugs into the same trainer.
+
+Generation (NCM issue 9, the autoregressive baseline): ``generate`` prefills the prompt once and then
+decodes one token per call with a KV cache (``models.blocks.KVCache``, one per block), for every
+backbone (learned positions by offset, rotary at the cached offset, GQA caches ``n_kv_head`` heads).
+Batched prompts must have equal length (the adapter groups them so; no left padding, so no position
+shift or padding mask can differ between rows). The cache is exact only for a forward that is this
+class's; a subclass whose forward adds a path (ConceptLM's concepts) does not inherit it
+(``INCREMENTAL_DECODE``) and generates by recomputing the full forward on the growing sequence.
+Sampling: temperature, then top-k, then top-p (nucleus) on the float64 distribution, then one
+multinomial draw from the caller's ``torch.Generator``; temperature 0 is greedy.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar, NamedTuple
 
 import torch
 from torch import nn
 
-from models.blocks import Block, Rotary, init_weights, make_norm
+from models.blocks import Block, KVCache, Rotary, init_weights, make_norm
 from models.losses import linear_cross_entropy
 
 
@@ -140,7 +151,64 @@ def make_block(cfg: TokenLMConfig, rotary: Rotary | None) -> Block:
                  parallel_residual=cfg.parallel_residual, rotary=rotary, norm=cfg.norm, n_kv_head=cfg.n_kv_head)
 
 
+class Generation(NamedTuple):
+    """What a sampler returns: ``ids`` (batch, length) and ``nfe``, the network calls it made."""
+    ids: torch.Tensor
+    nfe: int
+
+
+def filter_logits(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
+                  top_p: float | None = None) -> torch.Tensor:
+    """Float64 log-weights of the next-token distribution of ``logits`` (..., V): divided by
+    ``temperature``, then all but the ``top_k`` largest set to -inf, then all outside the nucleus
+    (the smallest set of most likely tokens whose probability reaches ``top_p``; the most likely
+    token always stays) set to -inf. Ties at the k-th value are kept."""
+    if temperature <= 0:
+        raise ValueError(f"temperature={temperature}: use a positive temperature, or 0 for greedy decoding")
+    x = logits.double() / temperature
+    if top_k is not None:
+        if top_k < 1:
+            raise ValueError(f"top_k={top_k}: keep at least 1 token (None = no top-k)")
+        kth = x.topk(min(top_k, x.shape[-1]), dim=-1).values[..., -1:]
+        x = x.masked_fill(x < kth, float("-inf"))
+    if top_p is not None and top_p < 1.0:
+        if top_p <= 0:
+            raise ValueError(f"top_p={top_p}: use 0 < top_p <= 1 (None or 1 = no nucleus)")
+        sorted_x, order = x.sort(dim=-1, descending=True)
+        p = sorted_x.softmax(-1)
+        outside = p.cumsum(-1) - p >= top_p  # the more likely tokens already reach top_p
+        x = x.masked_fill(torch.zeros_like(outside).scatter(-1, order, outside), float("-inf"))
+    return x
+
+
+def sample_next(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
+                top_p: float | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
+    """One token per row of ``logits`` (batch, V): argmax at temperature 0, else a multinomial draw
+    from ``filter_logits`` (float64) with ``generator``."""
+    if temperature == 0:
+        return logits.argmax(-1)
+    probs = filter_logits(logits, temperature, top_k, top_p).softmax(-1)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+
+class DecodeState:
+    """The incremental-decoding state of a ``TokenLM``: one ``KVCache`` per block; ``length`` tokens fed."""
+
+    def __init__(self, n_layer: int, max_len: int):
+        self.caches = [KVCache(max_len) for _ in range(n_layer)]
+        self.length = 0
+
+
 class TokenLM(nn.Module):
+    # decode_step / the KV cache are exact for this class's forward. Not inherited (``__init_subclass__``):
+    # a subclass whose forward adds a path (ConceptLM) would decode wrongly from the token blocks' cache,
+    # so it generates by recomputation unless it sets INCREMENTAL_DECODE = True in its own body.
+    INCREMENTAL_DECODE: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.INCREMENTAL_DECODE = cls.__dict__.get("INCREMENTAL_DECODE", False)
+
     def __init__(self, cfg: TokenLMConfig):
         super().__init__()
         self.cfg = cfg
@@ -160,12 +228,13 @@ class TokenLM(nn.Module):
         """The names of the losses ``forward`` returns for ``cfg`` (``train.loss_weights`` keys)."""
         return ("ntp",)
 
-    def embed(self, idx: torch.Tensor) -> torch.Tensor:
-        if idx.shape[1] > self.cfg.seq_len:
-            raise ValueError(f"input length {idx.shape[1]} exceeds model.seq_len={self.cfg.seq_len}")
+    def embed(self, idx: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """Token (+ learned position) embeddings of idx (batch, time) at positions offset..offset+time-1."""
+        if offset + idx.shape[1] > self.cfg.seq_len:
+            raise ValueError(f"input length {offset + idx.shape[1]} exceeds model.seq_len={self.cfg.seq_len}")
         x = self.wte(idx)
         if self.wpe is not None:
-            x = x + self.wpe.weight[: idx.shape[1]]
+            x = x + self.wpe.weight[offset:offset + idx.shape[1]]
         return self.drop(x)
 
     def hidden(self, idx: torch.Tensor) -> torch.Tensor:
@@ -184,13 +253,85 @@ class TokenLM(nn.Module):
             return {"logits": self.lm_head(h)}
         return {"losses": {"ntp": linear_cross_entropy(h.flatten(0, 1), self.lm_head.weight, targets.flatten())}}
 
+    # --- generation ----------------------------------------------------------------------------
+    def init_state(self, batch_size: int) -> DecodeState:
+        """Empty KV caches for ``batch_size`` sequences (the lm-eval adapter's incremental-decoding hook)."""
+        if not self.INCREMENTAL_DECODE:
+            raise NotImplementedError(f"{type(self).__name__} has no KV cache (its forward is not the token "
+                                      "blocks' alone); generate with use_cache=False")
+        return DecodeState(len(self.blocks), self.cfg.seq_len)
+
+    def decode_step(self, tokens: torch.Tensor, state: DecodeState, last_only: bool = False
+                    ) -> tuple[torch.Tensor, DecodeState]:
+        """Feed ``tokens`` (batch, t), the positions after the ``state.length`` already fed; return
+        their logits (batch, t, V) -- equal to the full forward's at those positions -- and the state.
+        ``last_only``: the logits of the last position only (batch, 1, V)."""
+        if not self.INCREMENTAL_DECODE:
+            raise NotImplementedError(f"{type(self).__name__} has no KV cache; generate with use_cache=False")
+        x = self.embed(tokens, state.length)
+        for block, cache in zip(self.blocks, state.caches):
+            x = block(x, cache=cache)
+        state.length += tokens.shape[1]
+        if last_only:
+            x = x[:, -1:]
+        return self.lm_head(self.ln_f(x)), state
+
+    @torch.no_grad()
+    def generate(self, idx: torch.Tensor, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
+                 top_p: float | None = None, generator: torch.Generator | None = None, eos_id: int | None = None,
+                 use_cache: bool | None = None) -> Generation:
+        """Continue the equal-length prompts ``idx`` (batch, T) by ``max_new_tokens`` tokens each.
+
+        With the cache (default where exact, ``INCREMENTAL_DECODE``): one prefill call on the prompts,
+        then one call per new token on that token alone. ``use_cache=False`` recomputes the full forward
+        on the growing sequence (the only path of concept models). Sampling: ``sample_next``
+        (temperature 0 = greedy). ``eos_id``: a row that samples it is finished, and every later
+        position of that row is ``eos_id``; decoding stops when every row is finished.
+        Returns ``Generation(ids (batch, T + max_new_tokens), nfe = network calls made)``. Run it in
+        eval mode (dropout is the caller's). T + max_new_tokens must fit in ``model.seq_len``.
+        """
+        if idx.dim() != 2 or idx.shape[1] < 1:
+            raise ValueError(f"idx must be (batch, T >= 1) prompt ids of equal length, got shape {tuple(idx.shape)}")
+        if max_new_tokens < 0 or idx.shape[1] + max_new_tokens > self.cfg.seq_len:
+            raise ValueError(f"prompt length {idx.shape[1]} + max_new_tokens={max_new_tokens} must be within "
+                             f"model.seq_len={self.cfg.seq_len}; shorten the prompt or the generation")
+        use_cache = self.INCREMENTAL_DECODE if use_cache is None else use_cache
+        if use_cache and not self.INCREMENTAL_DECODE:
+            raise ValueError(f"{type(self).__name__} has no KV cache; generate with use_cache=False")
+        out = torch.empty(idx.shape[0], idx.shape[1] + max_new_tokens, dtype=idx.dtype, device=idx.device)
+        out[:, :idx.shape[1]] = idx
+        done = torch.zeros(idx.shape[0], dtype=torch.bool, device=idx.device)
+        state = self.init_state(idx.shape[0]) if use_cache else None
+        nfe = 0
+        for i in range(idx.shape[1], out.shape[1]):
+            if use_cache:  # prefill: the whole prompt; then the one token decoded last
+                logits = self.decode_step(out[:, state.length:i], state, last_only=True)[0][:, -1]
+            else:
+                logits = self(out[:, :i])["logits"][:, -1]
+            nfe += 1
+            token = sample_next(logits, temperature, top_k, top_p, generator)
+            if eos_id is not None:
+                token = token.masked_fill(done, eos_id)
+                done |= token == eos_id
+            out[:, i] = token
+            if eos_id is not None and bool(done.all()):
+                out[:, i + 1:] = eos_id
+                break
+        return Generation(out, nfe)
+
     def num_params(self, non_embedding: bool = True) -> int:
-        n = sum(p.numel() for p in self.parameters())
-        if non_embedding:
-            n -= self.wte.weight.numel()
-            if self.wpe is not None:
-                n -= self.wpe.weight.numel()
-        return n
+        return count_params(self, non_embedding)
+
+
+def count_params(model: nn.Module, non_embedding: bool = True) -> int:
+    """Parameters of a model with ``wte`` (and optionally ``wpe``), without the embeddings when
+    ``non_embedding`` (an untied head counts)."""
+    n = sum(p.numel() for p in model.parameters())
+    if non_embedding:
+        n -= model.wte.weight.numel()
+        if model.wpe is not None:
+            n -= model.wpe.weight.numel()
+    return n
 
 
 def block_matmul_params(cfg: TokenLMConfig) -> int:

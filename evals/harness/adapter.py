@@ -26,8 +26,9 @@ Semantics (those of lm-eval's ``hf`` backend, so numbers are comparable and the 
 * **generate_until** ``(context, gen_kwargs) -> text``: greedy only; stops at the end-of-text token,
   at any ``until`` string (which is cut from the output) or after ``max_gen_toks`` tokens; the
   context is left-truncated to ``max_length - max_gen_toks`` tokens. A model that offers the
-  incremental-decoding hook below uses it (KV cache, concept state); any other model is run again
-  on the growing prefix, which is exact for a strictly causal model.
+  incremental-decoding hook below uses it (the token LMs: their KV cache, ``models.token_lm``);
+  any other model (ConceptLM, ContextLM, MTP: no concept-state cache) is run again on the growing
+  prefix, which is exact for a strictly causal model. ``stats['decode']`` records which.
 
 Incremental-decoding hook (optional, per model family)::
 
@@ -36,8 +37,10 @@ Incremental-decoding hook (optional, per model family)::
                                                          # logits (B, t, V) must equal the full
                                                          # forward's logits at those positions
 
-The first call feeds the (equal-length) prompts, later calls one token each. ConceptLM / DLCM
-implement it to update their concept state causally as tokens arrive.
+The first call feeds the (equal-length) prompts, later calls one token each. A model class whose
+``INCREMENTAL_DECODE`` is false has the methods (inherited from ``TokenLM``) but not an exact
+cache, and is recomputed. A model whose ``CAUSAL_LM`` is false (the masked-diffusion baseline,
+``models.mdlm``) is refused: lm-eval's scores assume a causal LM.
 
 Batching: requests are turned into scoring windows, identical inputs are run once (several
 one-token continuations of one context share a forward pass), the rest sorted longest first and
@@ -99,7 +102,9 @@ def rolling_windows(tokens: list[int], prefix: int, max_length: int, context_len
 
 
 def has_decode_hook(model) -> bool:
-    return callable(getattr(model, "decode_step", None)) and callable(getattr(model, "init_state", None))
+    """Whether ``model`` decodes incrementally: it has the hook and its class declares it exact."""
+    return (callable(getattr(model, "decode_step", None)) and callable(getattr(model, "init_state", None))
+            and getattr(model, "INCREMENTAL_DECODE", True))
 
 
 def _progress(total: int, desc: str, disable: bool):
@@ -120,6 +125,9 @@ class ReproLM(TemplateLM):
             raise HarnessError(f"batch_size must be a positive integer, got {batch_size!r} ('auto' is not supported)")
         if not 1 <= rolling_context_len <= max_length:
             raise HarnessError(f"rolling_context_len must be in [1, max_length={max_length}], got {rolling_context_len}")
+        if getattr(model, "CAUSAL_LM", True) is False:
+            raise HarnessError(f"{type(model).__name__} is not a causal language model (log p(x_t | x_<t) is not "
+                               "its output); lm-eval scores causal LMs only: evaluate it with its own sampler")
         device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         self.model = model.to(device).eval()
         self.tok = tokenizer

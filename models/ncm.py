@@ -1,0 +1,326 @@
+"""NCM stage 2: the per-scale parallel generator of Next-Concept Modeling (Kumbong et al., arXiv 2610.14162).
+
+The tokenizer of stage 1 (``models.ncm_tokenizer``, arch ``ncm_tokenizer``) turns a window of L tokens
+into K scales of codes r_1..r_K (l_k codes each). The generator models
+p(r_1..r_K) = prod_k prod_i p(r_k^i | zhat^(k-1)): every code of scale k is predicted in one forward
+pass from the cumulative reconstruction of the coarser scales, the codes of one scale independent
+given it (seed 002 §2.1, Eqs. 3-5). Sources as in ``models.ncm_tokenizer`` (seed 002 = the reading
+note, VAR = FoundationVision/VAR digested in ``../shared/anchors/NCM_DLCM.md`` §1; *ours* where both
+are silent).
+
+* The tokenizer: built inside from ``model.tokenizer`` (the upstream ``ncm_tokenizer`` experiment's
+  model config, arch and fields; its L must be this model's ``seq_len``), frozen (``requires_grad_(False)``,
+  eval mode whatever the generator's mode) and loaded from that run by ``load_upstream(final_dir)``
+  before training (seed 002 §2.3: the tokenizer is frozen in stage 2). Its weights are part of this
+  model's checkpoint, so sampling needs only this run's ``final/``.
+* Input of block k (teacher forcing, VAR ``idxBl_to_var_input``): block 1 a learned start embedding
+  over its l_1 positions (VAR's SOS, without a class); block k > 1 Down_k(zhat^(k-1)) -- the
+  reconstruction so far at scale k's length, with the tokenizer's own Down and R -- through a linear map
+  d_code -> d_model (VAR ``word_embed``); plus a level embedding (VAR ``lvl_embed``) and a learned
+  position embedding over the concatenated N = sum_k l_k positions (VAR ``pos_1LC``).
+* ``attention`` block_diagonal: a position attends to its own block only (NCM App. F.2 / Table 9,
+  unconditional: the input already carries zhat^(k-1); 15.41 vs 19.63 PPL) | block_causal: to its own
+  block and every coarser one (VAR's mask, Table 9's alternative). Both are explicit bool masks; all
+  scales are trained in one forward pass (seed 002 §2.3).
+* ``perturb_rate`` p (seed 002 §2.3, App. F.3): in training each conditioning code (scales 1..K-1, the
+  ones the inputs are built from) is replaced with probability p by another code of the same
+  codebook, uniform over the other |V| - 1; the labels stay the clean codes. The paper's rate is
+  UNKNOWN (moderate best, ~19 vs ~49 PPL without); 0.1 is *ours*.
+* Loss ``gen`` (seed 002 §2.3, Eq. 10): -sum_k w_k sum_i log p(r_k^i | ztilde^(k-1)) with
+  w_k = l_k^(-alpha) / sum_j l_j^(1-alpha); alpha 0 weighs every code alike (VAR's 1/L per token),
+  alpha 1 every scale alike. NCM's alpha is UNKNOWN (alpha <= 1 all ~19 PPL, App. F.2): 0 is *ours*,
+  VAR's. Metrics per scale: ``ce_s<k>`` and ``acc_s<k>`` (VAR's eval logs CE and accuracy).
+* Transformer: pre-norm blocks as the suite's backbones (``NCMTransformerFields``), a final norm and
+  one head over the codebook (VAR has one head; with per-scale codebooks the level embedding tells the
+  scales apart). VAR's AdaLN (class conditioning) has nothing to condition on here and is left out.
+
+Sampling (``sample``, seed 002 §2.3, Algorithm 2): zhat = 0; for k = 1..K one generator call on
+block k's input, sample scale k's codes (temperature, top-k, top-p; VAR ``sample_with_top_k_top_p_``),
+zhat += R_k(e_k(r_k)); then the frozen decoder's argmax tokens. NFE = K, and each call runs only the
+l_k positions of the current scale: block-diagonal attention needs nothing else (NCM App. F.2);
+block-causal attends to the coarser scales' keys and values through a KV cache (VAR
+``autoregressive_infer_cfg``; ``models.blocks.KVCache``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from models.blocks import KVCache, init_weights, make_norm
+from models.losses import linear_cross_entropy
+from models.ncm_tokenizer import (NCMTokenizer, NCMTokenizerConfig, NCMTransformerFields, block_flops,
+                                  make_ncm_block)
+
+ATTENTION = ("block_diagonal", "block_causal")
+
+
+@dataclass(frozen=True)
+class NCMConfig(NCMTransformerFields):
+    """Arch ``ncm``: the generator's transformer (``NCMTransformerFields``) and the fields below."""
+    tokenizer: dict | None = None       # the upstream ncm_tokenizer's model config (arch + fields); required
+    attention: str = "block_diagonal"   # block_diagonal (NCM App. F.2, Table 9) | block_causal (VAR; Table 9 ablation)
+    perturb_rate: float = 0.1           # conditioning-code perturbation p (NCM App. F.3; rate UNKNOWN: ours)
+    alpha: float = 0.0                  # loss weights w_k = l_k^-alpha / sum_j l_j^(1-alpha) (Eq. 10; ours: 0, VAR)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.attention not in ATTENTION:
+            raise ValueError(f"model.attention={self.attention!r}: use one of {list(ATTENTION)}")
+        if not 0.0 <= self.perturb_rate < 1.0:
+            raise ValueError(f"model.perturb_rate={self.perturb_rate} is a probability: use a value in [0, 1)")
+        if not -10.0 <= self.alpha <= 10.0:
+            raise ValueError(f"model.alpha={self.alpha}: use a loss-weight exponent in [-10, 10] (the paper: 0..1.5)")
+        _ = self.tokenizer_config  # validates model.tokenizer
+
+    @property
+    def tokenizer_config(self) -> NCMTokenizerConfig:
+        """The typed config of ``model.tokenizer``, with this model's vocabulary and L."""
+        if not isinstance(self.tokenizer, dict):
+            raise ValueError("model.tokenizer is required for arch ncm: the upstream ncm_tokenizer experiment's model "
+                             "config (arch and fields)")
+        fields = dict(self.tokenizer)
+        arch = fields.pop("arch", "ncm_tokenizer")
+        if arch != "ncm_tokenizer":
+            raise ValueError(f"model.tokenizer.arch={arch!r}: the generator needs an ncm_tokenizer run's model config")
+        for key in ("seq_len", "vocab_size"):
+            if key in fields and fields.pop(key) != getattr(self, key):
+                raise ValueError(f"model.tokenizer.{key}={self.tokenizer[key]} but model.{key}={getattr(self, key)}; "
+                                 "the generator must share its tokenizer's window: point model.tokenizer at a "
+                                 f"tokenizer run with {key} {getattr(self, key)}")
+        known = {f.name for f in dataclasses.fields(NCMTokenizerConfig)}
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            raise ValueError(f"model.tokenizer.{unknown[0]} is not a field of ncm_tokenizer models")
+        try:
+            return NCMTokenizerConfig(**fields, vocab_size=self.vocab_size, seq_len=self.seq_len)
+        except ValueError as e:
+            raise ValueError(str(e).replace("model.", "model.tokenizer.")) from None
+
+
+def attention_mask(lengths: tuple[int, ...], kind: str) -> torch.Tensor:
+    """Bool (N, N) mask over the concatenated blocks, True = may attend: ``block_diagonal`` a position
+    sees its own block; ``block_causal`` its own block and every coarser one."""
+    levels = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))
+    q, k = levels[:, None], levels[None, :]
+    return q == k if kind == "block_diagonal" else q >= k
+
+
+def loss_weights(lengths: tuple[int, ...], alpha: float) -> torch.Tensor:
+    """w_k = l_k^(-alpha) / sum_j l_j^(1-alpha) (Eq. 10), float64 (K,); sum_k w_k l_k = 1."""
+    ls = torch.tensor(lengths, dtype=torch.float64)
+    return ls.pow(-alpha) / ls.pow(1 - alpha).sum()
+
+
+class NCM(nn.Module):
+    """The generator with its frozen tokenizer (module docstring)."""
+
+    def __init__(self, cfg: NCMConfig):
+        super().__init__()
+        self.cfg = cfg
+        tcfg = cfg.tokenizer_config
+        self.lengths = tcfg.lengths
+        self.K, self.N = len(self.lengths), sum(self.lengths)
+        self.offsets = [sum(self.lengths[:k]) for k in range(self.K + 1)]
+        d = cfg.d_model
+        self.sos = nn.Parameter(torch.zeros(d))
+        self.word_embed = nn.Linear(tcfg.d_code, d, bias=cfg.bias)
+        self.lvl_embed = nn.Embedding(self.K, d)
+        self.pos = nn.Embedding(self.N, d)
+        self.blocks = nn.ModuleList(make_ncm_block(cfg) for _ in range(cfg.n_layer))
+        self.ln_f = make_norm(cfg.norm, d, cfg.norm_eps, cfg.bias)
+        self.head = nn.Linear(d, tcfg.codebook_size, bias=False)
+        for part in (self.word_embed, self.lvl_embed, self.pos, self.blocks, self.ln_f, self.head):
+            init_weights(part, cfg.init_std, cfg.n_layer)
+        nn.init.normal_(self.sos, std=cfg.init_std)
+        self.register_buffer("mask", attention_mask(self.lengths, cfg.attention), persistent=False)
+        self.register_buffer("weights", loss_weights(self.lengths, cfg.alpha).float(), persistent=False)
+        self.tokenizer = NCMTokenizer(tcfg).requires_grad_(False).eval()
+        self.calls = 0  # generator (transformer) calls, read by sampling and its tests
+
+    @staticmethod
+    def loss_names(cfg) -> tuple[str, ...]:
+        return ("gen",)
+
+    def train(self, mode: bool = True):
+        """As ``nn.Module.train``; the frozen tokenizer stays in eval mode (no nested dropout)."""
+        super().train(mode)
+        self.tokenizer.eval()
+        return self
+
+    def load_upstream(self, final_dir: Path) -> None:
+        """Load the tokenizer's trained weights from ``final_dir/model.safetensors`` (the upstream
+        ``ncm_tokenizer`` run's ``final/``). With a ``manifest.json`` beside them, a run of another
+        configuration (L, K, lengths, widths...) is refused naming the key."""
+        from trainer.checkpoint import CheckpointError, load_model_weights
+
+        final_dir = Path(final_dir)
+        manifest_path = final_dir / "manifest.json"
+        if manifest_path.is_file():
+            manifest = json.loads(manifest_path.read_text())
+            upstream = manifest.get("config", {}).get("model", {})
+            tcfg = self.tokenizer.cfg
+            ours = {"arch": "ncm_tokenizer", **{f.name: getattr(tcfg, f.name) for f in dataclasses.fields(tcfg)}}
+            if manifest.get("vocab_size") is not None:
+                upstream = {**upstream, "vocab_size": manifest["vocab_size"]}
+            for key in sorted(set(upstream) & set(ours)):
+                a, b = upstream[key], ours[key]
+                if (list(a) if isinstance(a, tuple) else a) != (list(b) if isinstance(b, tuple) else b):
+                    raise CheckpointError(f"{final_dir}: the tokenizer run has model.{key}={a!r}, this generator's "
+                                          f"model.tokenizer.{key}={b!r}; point model.tokenizer at that run's "
+                                          "model config")
+        weights = final_dir / "model.safetensors"
+        if not weights.is_file():
+            raise CheckpointError(f"{weights}: no tokenizer weights; run the upstream ncm_tokenizer experiment first")
+        load_model_weights(self.tokenizer, weights)
+        self.tokenizer.requires_grad_(False).eval()
+
+    # --- the pieces -----------------------------------------------------------------------------
+    def block_input(self, zhat: torch.Tensor, k: int) -> torch.Tensor:
+        """Input (B, l_k, d_model) of 0-based block k from the reconstruction of the coarser scales
+        zhat (B, L, d_code): the start embedding (k = 0) or word_embed(Down_k(zhat)), plus level and
+        position embeddings."""
+        lo, hi = self.offsets[k], self.offsets[k + 1]
+        if k == 0:
+            x = self.sos.expand(zhat.shape[0], hi - lo, -1)
+        else:
+            x = self.word_embed(self.tokenizer.down(zhat, k))
+        return x + self.lvl_embed.weight[k] + self.pos.weight[lo:hi]
+
+    def inputs(self, codes: list[torch.Tensor]) -> torch.Tensor:
+        """Teacher-forced input (B, N, d_model) of every block from the codes of the scales."""
+        with torch.no_grad():
+            zhat = self.tokenizer.cumulative(codes, 0)
+            prefixes = [zhat]
+            for k in range(self.K - 1):
+                zhat = zhat + self.tokenizer.embed_codes(codes[k], k)
+                prefixes.append(zhat)
+        return torch.cat([self.block_input(prefixes[k], k) for k in range(self.K)], 1)
+
+    def backbone(self, x: torch.Tensor, attn_mask: torch.Tensor | None,
+                 caches: list[KVCache] | None = None) -> torch.Tensor:
+        """One generator call: the blocks and the final norm. ``attn_mask`` None = full attention over x
+        and, with ``caches`` (one per block), over every position cached before (``models.blocks.KVCache``)."""
+        self.calls += 1
+        for block, cache in zip(self.blocks, caches or [None] * len(self.blocks)):
+            x = block(x, attn_mask=attn_mask, causal=False, cache=cache)
+        return self.ln_f(x)
+
+    def hidden(self, codes: list[torch.Tensor]) -> torch.Tensor:
+        """Teacher-forced final states (B, N, d_model) of every scale, all blocks in one call."""
+        return self.backbone(self.inputs(codes), self.mask)
+
+    def logits(self, codes: list[torch.Tensor]) -> torch.Tensor:
+        """Teacher-forced code logits (B, N, |V|): block k's rows predict scale k from ``codes[:k]``."""
+        return self.head(self.hidden(codes))
+
+    def perturb(self, codes: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Each conditioning code (scales 1..K-1) replaced with probability ``perturb_rate`` by another
+        code of its codebook, uniform over the other |V| - 1 (seed 002 §2.3)."""
+        V = self.tokenizer.cfg.codebook_size
+        out = []
+        for r in codes[:-1]:
+            hit = torch.rand(r.shape, device=r.device) < self.cfg.perturb_rate
+            out.append(torch.where(hit, (r + torch.randint(1, V, r.shape, device=r.device)) % V, r))
+        return out + [codes[-1]]
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> dict:
+        """idx: (B, L) token windows, encoded by the frozen tokenizer. Without targets: ``{"logits"}``
+        (B, N, |V|) of every scale's codes, teacher-forced, and ``{"codes"}``. With targets (ignored: the
+        labels are the codes): the ``gen`` loss and per-scale ``ce_s<k>`` / ``acc_s<k>`` metrics."""
+        codes = self.tokenizer.encode(idx)
+        cond = self.perturb(codes) if self.training and self.cfg.perturb_rate > 0 else codes
+        h = self.hidden(cond)
+        if targets is None:
+            return {"logits": self.head(h), "codes": codes}
+        ces = torch.stack([linear_cross_entropy(h[:, lo:hi].flatten(0, 1), self.head.weight, r.flatten())
+                           for lo, hi, r in zip(self.offsets, self.offsets[1:], codes)])
+        lengths = torch.tensor(self.lengths, dtype=ces.dtype, device=ces.device)
+        gen = (self.weights.to(ces.dtype) * lengths * ces).sum()
+        with torch.no_grad():
+            hits = (self.head(h).argmax(-1) == torch.cat(codes, 1)).float()
+            accs = torch.stack([hits[:, lo:hi].mean() for lo, hi in zip(self.offsets, self.offsets[1:])])
+            values = torch.cat([ces.detach(), accs]).tolist()
+        metrics = {**{f"ce_s{k + 1}": values[k] for k in range(self.K)},
+                   **{f"acc_s{k + 1}": values[self.K + k] for k in range(self.K)}}
+        return {"losses": {"gen": gen}, "metrics": metrics}
+
+    def num_params(self, non_embedding: bool = True) -> int:
+        """The generator's parameters, the frozen tokenizer left out (NCM reports generator sizes,
+        seed 002 §3); ``non_embedding`` also leaves out the position embedding."""
+        n = sum(p.numel() for name, p in self.named_parameters() if not name.startswith("tokenizer."))
+        return n - self.pos.weight.numel() if non_embedding else n
+
+
+def filter_logits(logits: torch.Tensor, top_k: int | None, top_p: float | None) -> torch.Tensor:
+    """Logits (..., V) with everything outside the top ``top_k`` and outside the smallest set of
+    probability >= ``top_p`` (the most likely code always kept) set to -inf; top-k first (VAR)."""
+    if top_k is not None and 0 < top_k < logits.shape[-1]:
+        kth = logits.topk(top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None and 0.0 < top_p < 1.0:
+        sorted_logits, order = logits.sort(-1, descending=True)
+        probs = sorted_logits.softmax(-1)
+        drop = probs.cumsum(-1) - probs >= top_p  # the mass before a code already reaches top_p
+        logits = logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+    return logits
+
+
+def sample_codes(logits: torch.Tensor, temperature: float, top_k: int | None, top_p: float | None,
+                 generator: torch.Generator | None) -> torch.Tensor:
+    """Codes (B, l) drawn from logits (B, l, V) in float64; temperature 0 = argmax."""
+    if temperature == 0:
+        return logits.argmax(-1)
+    logits = filter_logits(logits.double() / temperature, top_k, top_p)
+    probs = logits.softmax(-1).flatten(0, 1)
+    if generator is not None:  # draw where the generator lives: the same codes on every device
+        probs = probs.to(generator.device)
+    return torch.multinomial(probs, 1, generator=generator).view(logits.shape[:2]).to(logits.device)
+
+
+@torch.no_grad()
+def sample(model: NCM, n: int, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
+           generator: torch.Generator | None = None) -> dict:
+    """n unconditional samples in one batch: ``{"ids": LongTensor (n, L), "nfe": generator calls made
+    (K), "codes": K LongTensors (n, l_k)}``; deterministic given ``generator`` (a CPU generator draws
+    on the CPU whatever the model's device; None = the global RNG). The model is put in eval mode and
+    restored."""
+    was_training = model.training
+    model.eval()
+    tok = model.tokenizer
+    calls = model.calls
+    zhat = model.pos.weight.new_zeros(n, tok.cfg.seq_len, tok.cfg.d_code)
+    # block-causal: scale k attends to itself and the cached keys / values of scales < k (VAR's KV cache)
+    caches = [KVCache(model.N) for _ in model.blocks] if model.cfg.attention == "block_causal" else None
+    codes = []
+    for k in range(model.K):
+        h = model.backbone(model.block_input(zhat, k), None, caches)
+        r = sample_codes(model.head(h), temperature, top_k, top_p, generator)
+        codes.append(r)
+        zhat = zhat + tok.embed_codes(r, k)
+    ids = tok.tokens(tok.decode(zhat))
+    model.train(was_training)
+    return {"ids": ids, "nfe": model.calls - calls, "codes": codes}
+
+
+def ncm_flops_per_token(cfg: NCMConfig) -> float:
+    """Training FLOPs per text token: the generator over N = sum_k l_k positions per L tokens
+    (blocks with the keys each position attends -- sum_k l_k^2 / N on average block-diagonal,
+    sum_k l_k (l_1 + ... + l_k) / N block-causal --, the code head 6 |V| d and word_embed 6 d_code d),
+    plus the frozen tokenizer's forward pass (encoder blocks and projection at 1/3 of their training
+    FLOPs, nearest-code distances 2 sum_k l_k / L |V| d_code, the K - 1 phi convs 2 x 3 d_code^2)."""
+    t = cfg.tokenizer_config
+    ls, L = t.lengths, cfg.seq_len
+    N = sum(ls)
+    if cfg.attention == "block_diagonal":
+        attended = sum(v * v for v in ls) / N
+    else:
+        attended = sum(v * sum(ls[:k + 1]) for k, v in enumerate(ls)) / N
+    gen = cfg.n_layer * block_flops(cfg, attended) + 6.0 * t.codebook_size * cfg.d_model + 6.0 * t.d_code * cfg.d_model
+    tok = (t.n_layer * block_flops(t, L) + 6.0 * t.d_model * t.d_code) / 3
+    tok += 2.0 * N / L * t.codebook_size * t.d_code + (2.0 * 3 * t.d_code ** 2 * (t.K - 1) if t.phi_ratio > 0 else 0.0)
+    return N / L * gen + tok

@@ -1,0 +1,470 @@
+"""NCM stage 1: the multi-scale residual tokenizer of Next-Concept Modeling (Kumbong et al., arXiv 2610.14162).
+
+Text x of L tokens becomes K scales of discrete codes, coarse to fine: scale k holds l_k codes, with
+l_1 < ... < l_K = L (seed 002 §2.1, Sec. 3.2). The paper is not reachable; every statement below comes
+from the Chinese reading note ``../shared/seeds/002_*`` (cited "seed 002 §x"), and every operator it
+leaves open is a switch whose default is VAR's (FoundationVision/VAR ``models/quant.py``, digested in
+``../shared/anchors/NCM_DLCM.md`` §1, cited "VAR") or marked *ours* (``../shared/reported/ncm/MISSING.md``
+lists what is unknown).
+
+1. encoder (seed 002 §2.2: z = E_phi(x) in R^{L x d}): token + learned position embeddings, ``n_layer``
+   bidirectional blocks (``models.blocks.Block`` with ``causal=False``), a final norm and a linear map
+   down to the code width ``d_code`` (VAR's ``quant_conv``), then (``latent_norm``, *ours*) a LayerNorm
+   without affine, so every position of z has unit RMS. Without it the straight-through gradient grows
+   z far faster than the codebooks can follow (a 300-step toy: z RMS 2.4 against codes 0.1-0.2, VQ
+   loss rising from 0.01 to ~8, 16 % of the codes used; VAR#132 reports the same rise); with it and
+   codebooks drawn at ``code_init_std`` 0.3 (*ours*), codes follow and usage doubles.
+2. residual quantiser (seed 002 §2.2, Eqs. 6-8; VAR ``VectorQuantizer2.forward``): the residual starts as
+   the *detached* z. For k = 1..K: u_k = Down_k(residual) (l_k vectors), r_k = the nearest code of
+   codebook k (squared L2, no gradient), h_k = R_k(e_k(r_k)) (back to length L), zhat^(k) = zhat^(k-1) + h_k,
+   residual -= sg[h_k]. Down_k, R_k are unknown in NCM (CODE_NOTES); here
+   * ``down`` area: average pooling to l_k (``F.interpolate(mode='area')``, VAR) | linear: linear
+     interpolation (sampling, no pooling);
+   * ``up`` linear: linear interpolation to L (VAR's bicubic has no 1-D form in torch, digest §1.1) |
+     nearest: each code repeated over its span;
+   * then VAR's phi: phi(h) = (1 - ``phi_ratio``) h + ``phi_ratio`` Conv1d_k3(h) (VAR ``Phi``, 0.5), with
+     ``phi_share`` convs: 0 one per scale, 1 one for all, n > 1 n convs, scale k taking the conv whose
+     tick is nearest to (k-1)/(K-1) (VAR's ``PhiPartiallyShared``; default 4, VAR ``share_quant_resi``).
+     ``phi_ratio`` 0 removes it.
+   Every Down and R is the identity at length L (VAR: no interpolation at the last scale).
+3. codebooks: ``codebook_size`` codes of width ``d_code`` per scale (``shared_codebook`` false: the
+   paper's notation e_{k,j}, |V_k|, seed 002 §2.1-2.2) or one for all scales (true: VAR, one
+   ``nn.Embedding``). Learned by gradient, not EMA (VAR).
+4. nested dropout (seed 002 §2.2: "each step randomly truncates the later scales"): in training, with
+   probability ``nested_dropout`` a sequence is reconstructed from its first k scales only, k uniform in
+   1..K, drawn per sequence (*ours*; the note does not say per sequence or per batch). The decoder input
+   and the VQ loss then use zhat^(k); codebooks of scales > k get no gradient from that sequence.
+   Short runs pay for it: on the embedded world (L 128, K 12, d 64, 300 steps of 16 windows, lr 3e-3)
+   exact reconstruction from all K scales reached 26 % with probability 1 and 60 % with 0.5.
+5. decoder: zhat (through the straight-through estimator z + sg[zhat - z], VAR) -> linear up to
+   ``d_model`` (VAR's ``post_quant_conv``), its own learned positions, ``dec_layers`` bidirectional
+   blocks, final norm, a head over the token vocabulary, tied to the encoder's token embedding or not
+   (``tie_embeddings``, *ours* untied as the suite's backbones).
+
+Losses (seed 002 §2.2, Eq. 9, and VAR quant.py:95-97), weighted by ``train.loss_weights``:
+
+* ``rec``: token reconstruction cross-entropy -(1/L) sum_i log p(x_i | zhat^(k)), mean over the batch;
+* ``vq``: ``vq_beta`` * MSE(z, sg[zhat]) (commitment, to the encoder) + MSE(sg[z], zhat) (codebooks and
+  phi), on the *cumulative* reconstruction. ``vq_scales`` all: averaged over every scale 1..k, as VAR
+  sums over scales and divides by their number | last: on zhat^(k) only, the note's Eq. 9 read
+  literally. Whether NCM sums over scales is UNKNOWN (digest §1.1). beta 0.25: VAR ``vqvae.py`` (NCM's
+  beta is UNKNOWN, MISSING.md).
+
+Metrics per scale k (1-based): ``usage_pct_s<k>`` codes used in the batch (% of the codebook),
+``usage_ppl_s<k>`` usage perplexity exp(H) of the assignments, ``vq_s<k>`` MSE(zhat^(k), z) of the
+cumulative reconstruction (VAR logs per-scale usage, VAR#132 the VQ loss); ``rec_acc`` the exact
+token accuracy of the reconstruction the decoder was given.
+
+Scale lengths (``length_schedule``, seed 002 §4.5 / App. F.1: exponential ~ quadratic >> sqrt, log; the
+paper's lists are UNKNOWN) are defined by real targets t_k, k = 1..K, u = k / K:
+
+* exponential: t_k = L^u (a constant ratio L^(1/K) between successive scales; VAR's patch sizes grow so);
+* quadratic: t_k = L u^2;   * sqrt: t_k = L sqrt(u);   * linear: t_k = L u;
+* log: t_k = L ln(1 + k) / ln(1 + K);
+
+rounded to the nearest integer (halves up) and clamped, in order, to [l_{k-1} + 1, L - (K - k)] (l_0 = 0),
+which keeps them strictly increasing and ends every schedule at l_K = L (exactly t_K = L). L 128, K 12
+(NCM TinyStories / LM1B) exponential: 1 2 3 5 8 11 17 25 38 57 85 128. ``scale_lengths`` gives an
+explicit list instead.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from models.blocks import Block, init_weights, make_norm
+from models.losses import linear_cross_entropy
+
+SCHEDULES = ("exponential", "quadratic", "sqrt", "log", "linear")
+CHOICES = {"length_schedule": SCHEDULES, "down": ("area", "linear"), "up": ("linear", "nearest"),
+           "vq_scales": ("all", "last"), "activation": ("gelu_tanh", "gelu", "swiglu"),
+           "norm": ("layernorm", "rmsnorm")}
+DEFAULT_SCALES = 12  # K of NCM's TinyStories and LM1B runs (L 128; seed 002 §3)
+
+
+def schedule_lengths(seq_len: int, n_scales: int, schedule: str) -> tuple[int, ...]:
+    """l_1 < ... < l_K = L of a named schedule (module docstring: targets, rounding, clamping)."""
+    L, K = seq_len, n_scales
+    if schedule not in SCHEDULES:
+        raise ValueError(f"model.length_schedule={schedule!r}: use one of {list(SCHEDULES)}")
+    if not 1 <= K <= L:
+        raise ValueError(f"model.n_scales={K} must be between 1 and model.seq_len={L} (K scales need K distinct "
+                         "lengths <= L); lower n_scales or raise seq_len")
+    lengths, prev = [], 0
+    for k in range(1, K + 1):
+        u = k / K
+        target = {"exponential": L ** u, "quadratic": L * u * u, "sqrt": L * math.sqrt(u), "linear": L * u,
+                  "log": L * math.log1p(k) / math.log1p(K)}[schedule]
+        prev = min(max(math.floor(target + 0.5), prev + 1), L - (K - k))
+        lengths.append(prev)
+    return tuple(lengths)
+
+
+@dataclass(frozen=True)
+class NCMTransformerFields:
+    """The transformer fields the NCM tokenizer and generator share, named as the suite's backbones
+    (``models.token_lm``) so a profile's ``defaults.model`` applies. Defaults are GPT-2's (*ours*: NCM's
+    architectures are UNKNOWN, MISSING.md): pre-norm blocks, 4 d MLP, tanh GELU, biases, LayerNorm eps
+    1e-5, N(0, 0.02) init with output projections x 1/sqrt(2 n_layer) (VAR divides them by sqrt(2 depth)
+    too, digest §1.3), no dropout."""
+    vocab_size: int
+    seq_len: int
+    d_model: int
+    n_layer: int
+    n_head: int
+    mlp_ratio: int = 4
+    dropout: float = 0.0
+    bias: bool = True
+    norm_eps: float = 1e-5
+    activation: str = "gelu_tanh"
+    norm: str = "layernorm"
+    init_std: float = 0.02
+
+    def __post_init__(self):
+        if self.d_model % self.n_head:
+            raise ValueError(f"model.d_model={self.d_model} is not divisible by model.n_head={self.n_head}; "
+                             "choose n_head dividing d_model")
+        for key in ("activation", "norm"):
+            if getattr(self, key) not in CHOICES[key]:
+                raise ValueError(f"model.{key}={getattr(self, key)!r}: use one of {list(CHOICES[key])}")
+
+
+@dataclass(frozen=True)
+class NCMTokenizerConfig(NCMTransformerFields):
+    """Arch ``ncm_tokenizer``. Each field's source beside it (module docstring for the operators)."""
+    dec_layers: int | None = None       # decoder depth; None = n_layer (ours; NCM's depths UNKNOWN)
+    d_code: int = 32                    # latent / code width d (VAR Cvae 32; NCM's d UNKNOWN)
+    codebook_size: int = 4096           # codes per codebook |V_k| (VAR V 4096; NCM's UNKNOWN)
+    shared_codebook: bool = False       # one codebook per scale (NCM notation e_{k,j}, |V_k|) | shared (VAR)
+    n_scales: int | None = None         # K; None = len(scale_lengths), else 12 (NCM TinyStories / LM1B, seed 002 §3)
+    length_schedule: str = "exponential"  # l_k schedule (seed 002 §4.5: exponential best; see docstring)
+    scale_lengths: tuple | None = None  # explicit l_1 < ... < l_K = L; overrides length_schedule
+    down: str = "area"                  # Down_k: area pooling (VAR) | linear interpolation
+    up: str = "linear"                  # R_k interpolation: linear (VAR's bicubic in 1-D) | nearest
+    phi_ratio: float = 0.5              # phi blend r: (1-r) h + r conv(h) (VAR quant_resi 0.5); 0 = no phi
+    phi_share: int = 4                  # phi convs: 0 per scale | 1 shared | n partially shared (VAR 4)
+    vq_beta: float = 0.25               # commitment weight beta (VAR vqvae.py 0.25; NCM's UNKNOWN)
+    vq_scales: str = "all"              # VQ loss on zhat^(j) for all j <= k, averaged (VAR) | last: zhat^(k) (Eq. 9)
+    nested_dropout: float = 1.0         # P(truncate a sequence to k ~ U{1..K} scales) (seed 002 §2.2: every step)
+    tie_embeddings: bool = False        # decoder head tied to the encoder's token embedding (ours: untied)
+    latent_norm: bool = True            # z = LayerNorm without affine of the code projection (ours) | raw (VAR)
+    code_init_std: float = 0.3          # codebook init N(0, s^2) (ours; VAR's is not in the digest)
+
+    def __post_init__(self):
+        super().__post_init__()
+        for key in ("length_schedule", "down", "up", "vq_scales"):
+            if getattr(self, key) not in CHOICES[key]:
+                raise ValueError(f"model.{key}={getattr(self, key)!r}: use one of {list(CHOICES[key])}")
+        if self.scale_lengths is not None:
+            ls = list(self.scale_lengths)
+            if not ls or not all(isinstance(v, int) and not isinstance(v, bool) for v in ls):
+                raise ValueError(f"model.scale_lengths={ls}: give a non-empty list of integers l_1 < ... < l_K")
+            if any(b <= a for a, b in zip(ls, ls[1:])) or ls[0] < 1:
+                raise ValueError(f"model.scale_lengths={ls} is not strictly increasing from >= 1; give "
+                                 "l_1 < ... < l_K = seq_len")
+            if ls[-1] != self.seq_len:
+                raise ValueError(f"model.scale_lengths={ls} ends at {ls[-1]}, not at model.seq_len={self.seq_len}; "
+                                 "the finest scale must have one code per token")
+            if self.n_scales is not None and self.n_scales != len(ls):
+                raise ValueError(f"model.n_scales={self.n_scales} but model.scale_lengths has {len(ls)} entries; "
+                                 "drop n_scales or make them agree")
+        else:
+            schedule_lengths(self.seq_len, self.K, self.length_schedule)  # raises on K outside 1..L
+        if self.codebook_size < 2:
+            raise ValueError(f"model.codebook_size={self.codebook_size}: a codebook needs at least 2 codes")
+        if self.d_code < 1:
+            raise ValueError(f"model.d_code={self.d_code}: the code width must be >= 1")
+        if self.dec_layers is not None and self.dec_layers < 1:
+            raise ValueError(f"model.dec_layers={self.dec_layers}: the decoder needs at least 1 layer")
+        if not 0.0 <= self.phi_ratio <= 1.0:
+            raise ValueError(f"model.phi_ratio={self.phi_ratio} must be in [0, 1] (0 = no phi refinement)")
+        if self.phi_share < 0:
+            raise ValueError(f"model.phi_share={self.phi_share}: use 0 (one phi per scale), 1 (shared) or n > 1")
+        if not 0.0 <= self.nested_dropout <= 1.0:
+            raise ValueError(f"model.nested_dropout={self.nested_dropout} is a probability: use a value in [0, 1]")
+        if self.vq_beta < 0:
+            raise ValueError(f"model.vq_beta={self.vq_beta} must be >= 0")
+        if self.code_init_std <= 0:
+            raise ValueError(f"model.code_init_std={self.code_init_std} must be > 0")
+
+    @property
+    def K(self) -> int:
+        if self.scale_lengths is not None:
+            return len(self.scale_lengths)
+        return self.n_scales if self.n_scales is not None else DEFAULT_SCALES
+
+    @property
+    def lengths(self) -> tuple[int, ...]:
+        """(l_1, ..., l_K)."""
+        if self.scale_lengths is not None:
+            return tuple(int(v) for v in self.scale_lengths)
+        return schedule_lengths(self.seq_len, self.K, self.length_schedule)
+
+    @property
+    def decoder_layers(self) -> int:
+        return self.dec_layers or self.n_layer
+
+
+def make_ncm_block(cfg: NCMTransformerFields) -> Block:
+    """One pre-norm block with the config's conventions (learned positions: no rotary)."""
+    return Block(cfg.d_model, cfg.n_head, cfg.mlp_ratio * cfg.d_model, bias=cfg.bias, dropout=cfg.dropout,
+                 activation=cfg.activation, norm_eps=cfg.norm_eps, parallel_residual=False, rotary=None,
+                 norm=cfg.norm)
+
+
+def resample(x: torch.Tensor, length: int, mode: str) -> torch.Tensor:
+    """(B, T, d) -> (B, length, d) along the sequence: ``area`` (average pooling), ``linear`` or
+    ``nearest``; the identity when T == length."""
+    if x.shape[1] == length:
+        return x
+    kwargs = {"align_corners": False} if mode == "linear" else {}
+    mode = "nearest-exact" if mode == "nearest" else mode
+    return F.interpolate(x.transpose(1, 2), size=length, mode=mode, **kwargs).transpose(1, 2)
+
+
+class Phi(nn.Module):
+    """VAR's phi refinement, 1-D: (1 - r) h + r Conv1d_k3(h) on (B, L, d), zero padding. The
+    convolution runs as one matmul over the concatenated neighbours [h_{t-1}, h_t, h_{t+1}] (the same
+    numbers as ``self.conv``; 5x faster than oneDNN's conv1d at d_code 16 on CPU)."""
+
+    def __init__(self, d: int, ratio: float):
+        super().__init__()
+        self.ratio = ratio
+        self.conv = nn.Conv1d(d, d, kernel_size=3, padding=1)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        p = F.pad(h, (0, 0, 1, 1))
+        window = torch.cat([p[:, :-2], p[:, 1:-1], p[:, 2:]], -1)
+        w = self.conv.weight.permute(0, 2, 1).flatten(1)  # (out, 3 in): tap-major, as window
+        return (1 - self.ratio) * h + self.ratio * F.linear(window, w, self.conv.bias)
+
+
+def phi_assignment(n_scales: int, share: int) -> list[int]:
+    """Index of the phi conv each scale uses: ``share`` 0 one per scale, 1 one for all, n > 1 the conv
+    whose tick is nearest to k / (K - 1) for 0-based scale k (VAR ``PhiPartiallyShared``: ticks
+    linspace(1/(3n), 1 - 1/(3n), n) for n = 4, else linspace(1/(2n), 1 - 1/(2n), n))."""
+    if share == 0:
+        return list(range(n_scales))
+    if share == 1:
+        return [0] * n_scales
+    n = share
+    edge = 1 / (3 * n) if n == 4 else 1 / (2 * n)
+    ticks = torch.linspace(edge, 1 - edge, n)
+    return [int((ticks - (k / (n_scales - 1) if n_scales > 1 else 0.0)).abs().argmin()) for k in range(n_scales)]
+
+
+class NCMTokenizer(nn.Module):
+    """Encoder, multi-scale residual quantiser and decoder (module docstring)."""
+
+    def __init__(self, cfg: NCMTokenizerConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.lengths = cfg.lengths
+        d, dc, V = cfg.d_model, cfg.d_code, cfg.vocab_size
+        self.wte = nn.Embedding(V, d)
+        self.wpe = nn.Embedding(cfg.seq_len, d)
+        self.encoder = nn.ModuleList(make_ncm_block(cfg) for _ in range(cfg.n_layer))
+        self.enc_norm = make_norm(cfg.norm, d, cfg.norm_eps, cfg.bias)
+        self.to_code = nn.Linear(d, dc, bias=cfg.bias)
+        self.codebooks = nn.ModuleList(nn.Embedding(cfg.codebook_size, dc)
+                                       for _ in range(1 if cfg.shared_codebook else cfg.K))
+        self.phi_index = phi_assignment(cfg.K, cfg.phi_share)
+        self.phis = nn.ModuleList(Phi(dc, cfg.phi_ratio) for _ in range(max(self.phi_index) + 1)) \
+            if cfg.phi_ratio > 0 else nn.ModuleList()
+        self.from_code = nn.Linear(dc, d, bias=cfg.bias)
+        self.dec_wpe = nn.Embedding(cfg.seq_len, d)
+        self.decoder = nn.ModuleList(make_ncm_block(cfg) for _ in range(cfg.decoder_layers))
+        self.dec_norm = make_norm(cfg.norm, d, cfg.norm_eps, cfg.bias)
+        self.lm_head = nn.Linear(d, V, bias=False)
+        init_weights(self, cfg.init_std, None)  # then each stack's output projections by its own depth
+        init_weights(self.encoder, cfg.init_std, cfg.n_layer)
+        init_weights(self.decoder, cfg.init_std, cfg.decoder_layers)
+        for book in self.codebooks:
+            nn.init.normal_(book.weight, std=cfg.code_init_std)
+        if cfg.tie_embeddings:
+            self.lm_head.weight = self.wte.weight
+
+    @staticmethod
+    def loss_names(cfg) -> tuple[str, ...]:
+        return ("rec", "vq")
+
+    # --- the pieces -----------------------------------------------------------------------------
+    def codebook(self, k: int) -> nn.Embedding:
+        """Codebook of 0-based scale k."""
+        return self.codebooks[0 if self.cfg.shared_codebook else k]
+
+    def embed_codes(self, codes: torch.Tensor, k: int) -> torch.Tensor:
+        """R_k(e_k(r_k)): codes (B, l_k) of 0-based scale k -> their contribution (B, L, d_code)."""
+        h = resample(self.codebook(k)(codes), self.cfg.seq_len, self.cfg.up)
+        return self.phis[self.phi_index[k]](h) if len(self.phis) else h
+
+    def down(self, x: torch.Tensor, k: int) -> torch.Tensor:
+        """Down_k: (B, L, d) -> (B, l_k, d) for 0-based scale k."""
+        return resample(x, self.lengths[k], self.cfg.down)
+
+    def latent(self, idx: torch.Tensor) -> torch.Tensor:
+        """z = E(x): (B, L) token ids -> (B, L, d_code)."""
+        if idx.shape[1] != self.cfg.seq_len:
+            raise ValueError(f"the NCM tokenizer encodes windows of exactly model.seq_len={self.cfg.seq_len} tokens, "
+                             f"got {idx.shape[1]}")
+        x = self.wte(idx) + self.wpe.weight
+        for block in self.encoder:
+            x = block(x, causal=False)
+        z = self.to_code(self.enc_norm(x))
+        return F.layer_norm(z, z.shape[-1:]) if self.cfg.latent_norm else z
+
+    def nearest(self, u: torch.Tensor, k: int) -> torch.Tensor:
+        """Index of the nearest code (squared L2) of scale k's codebook for every vector of u (B, l, d)."""
+        e = self.codebook(k).weight.detach()
+        dist = u.pow(2).sum(-1, keepdim=True) - 2 * u @ e.T + e.pow(2).sum(-1)
+        return dist.argmin(-1)
+
+    def quantize(self, z: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """The residual loop on detached z, in fp32: (codes, contributions): K code tensors (B, l_k) and
+        the K contributions h_k = R_k(e_k(r_k)) (B, L, d_code), attached to codebooks and phi."""
+        rest = z.detach().float()
+        codes, parts = [], []
+        with torch.autocast(z.device.type, enabled=False):  # nearest codes in fp32 under bf16 training (VAR)
+            for k in range(self.cfg.K):
+                r = self.nearest(self.down(rest, k), k)
+                h = self.embed_codes(r, k)
+                rest = rest - h.detach()
+                codes.append(r)
+                parts.append(h)
+        return codes, parts
+
+    def decode(self, zhat: torch.Tensor) -> torch.Tensor:
+        """Decoder hidden states (B, L, d_model) of a reconstruction zhat (B, L, d_code)."""
+        x = self.from_code(zhat) + self.dec_wpe.weight
+        for block in self.decoder:
+            x = block(x, causal=False)
+        return self.dec_norm(x)
+
+    # --- the public API -------------------------------------------------------------------------
+    @torch.no_grad()
+    def encode(self, idx: torch.Tensor) -> list[torch.Tensor]:
+        """K code tensors (B, l_k), coarse to fine."""
+        return self.quantize(self.latent(idx))[0]
+
+    def cumulative(self, codes: list[torch.Tensor], k: int) -> torch.Tensor:
+        """zhat^(k) = sum_{j <= k} R_j(e_j(r_j)): the continuous reconstruction from the first k scales,
+        (B, L, d_code); k = 0 gives zeros. ``codes`` may hold more than k scales."""
+        if not 0 <= k <= len(codes):
+            raise ValueError(f"k={k}: choose 0..{len(codes)} scales")
+        B = codes[0].shape[0]
+        zhat = codes[0].new_zeros((B, self.cfg.seq_len, self.cfg.d_code), dtype=self.to_code.weight.dtype)
+        for j in range(k):
+            zhat = zhat + self.embed_codes(codes[j], j)
+        return zhat
+
+    def tokens(self, h: torch.Tensor, rows: int = 4096) -> torch.Tensor:
+        """Argmax tokens (B, L) of decoder states h (B, L, d_model), the head applied ``rows`` positions
+        at a time (the (B, L, V) logits never exist at once)."""
+        flat = h.flatten(0, 1)
+        out = torch.cat([self.lm_head(flat[i:i + rows]).argmax(-1) for i in range(0, len(flat), rows)])
+        return out.view(h.shape[:2])
+
+    def reconstruct(self, codes: list[torch.Tensor], k: int | None = None) -> torch.Tensor:
+        """Token logits (B, L, V) decoded from the first k scales (default all)."""
+        return self.lm_head(self.decode(self.cumulative(codes, self.cfg.K if k is None else k)))
+
+    def truncation(self, batch: int, device: torch.device) -> torch.Tensor:
+        """Scales kept per sequence (B,) in 1..K: nested dropout in training, K otherwise."""
+        K = self.cfg.K
+        keep = torch.full((batch,), K, dtype=torch.long, device=device)
+        if self.training and self.cfg.nested_dropout > 0:
+            drop = torch.rand(batch, device=device) < self.cfg.nested_dropout
+            keep = torch.where(drop, torch.randint(1, K + 1, (batch,), device=device), keep)
+        return keep
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> dict:
+        """idx: (B, L) token windows. Without targets: ``{"logits"}`` of the full reconstruction. With
+        targets (ignored: the target is idx itself): the ``rec`` and ``vq`` losses and the per-scale
+        metrics (module docstring)."""
+        cfg, K = self.cfg, self.cfg.K
+        z = self.latent(idx)
+        codes, parts = self.quantize(z)
+        keep = self.truncation(idx.shape[0], idx.device)                  # (B,)
+        levels = torch.arange(1, K + 1, device=idx.device)
+        zhats = torch.stack(parts, 1).cumsum(1)                           # (B, K, L, dc): zhat^(1..K)
+        zhat = zhats.gather(1, (keep - 1).view(-1, 1, 1, 1).expand(-1, 1, *zhats.shape[2:])).squeeze(1)
+        h = self.decode(z + (zhat - z).detach())                          # straight-through (VAR)
+        if targets is None:
+            return {"logits": self.lm_head(h)}
+        rec = linear_cross_entropy(h.flatten(0, 1), self.lm_head.weight, idx.flatten())
+        zt = z.unsqueeze(1)
+        commit = (zt - zhats.detach()).pow(2).mean((2, 3))                # (B, K): MSE(z, sg[zhat^(j)])
+        book = (zt.detach() - zhats).pow(2).mean((2, 3))                  # (B, K): MSE(sg[z], zhat^(j))
+        per_scale = cfg.vq_beta * commit + book
+        if cfg.vq_scales == "all":
+            weight = (levels <= keep[:, None]).to(per_scale.dtype) / keep[:, None]
+        else:
+            weight = (levels == keep[:, None]).to(per_scale.dtype)
+        vq = (weight * per_scale).sum(1).mean()
+        with torch.no_grad():
+            acc = (self.tokens(h) == idx).float().mean()
+            stats = [acc, *book.mean(0)]
+            for k, r in enumerate(codes):
+                counts = torch.bincount(r.flatten(), minlength=cfg.codebook_size).float()
+                p = counts / counts.sum()
+                stats += [100.0 * (counts > 0).float().mean(), torch.exp(-(p * p.clamp_min(1e-30).log()).sum())]
+            values = torch.stack(stats).tolist()
+        metrics = {"rec_acc": values[0], **{f"vq_s{k + 1}": values[1 + k] for k in range(K)}}
+        for k in range(K):
+            metrics[f"usage_pct_s{k + 1}"] = values[1 + K + 2 * k]
+            metrics[f"usage_ppl_s{k + 1}"] = values[2 + K + 2 * k]
+        return {"losses": {"rec": rec, "vq": vq}, "metrics": metrics}
+
+    def num_params(self, non_embedding: bool = True) -> int:
+        """Parameters; ``non_embedding`` leaves out the token and both position embeddings (a tied head
+        is counted once, as the embedding)."""
+        n = sum(p.numel() for p in self.parameters())
+        if non_embedding:
+            n -= self.wte.weight.numel() + self.wpe.weight.numel() + self.dec_wpe.weight.numel()
+        return n
+
+
+@torch.no_grad()
+def reconstruction_accuracy(model: NCMTokenizer, token_windows: torch.Tensor, batch_size: int = 64) -> dict[int, float]:
+    """Exact token accuracy of decoding from the first k scales, for every k = 1..K (NCM Table 1 at
+    k = K, seed 002 §4.1; the curve over k is ours): ``{k: fraction of tokens whose argmax equals the
+    input}`` over ``token_windows`` (N, L), in eval mode (no nested dropout)."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    K = model.cfg.K
+    correct = torch.zeros(K, dtype=torch.float64)
+    total = 0
+    for start in range(0, len(token_windows), batch_size):
+        x = token_windows[start:start + batch_size].to(device)
+        codes = model.encode(x)
+        for k in range(1, K + 1):
+            correct[k - 1] += (model.tokens(model.decode(model.cumulative(codes, k))) == x).sum().item()
+        total += x.numel()
+    model.train(was_training)
+    return {k: correct[k - 1].item() / max(total, 1) for k in range(1, K + 1)}
+
+
+def block_flops(cfg: NCMTransformerFields, attended: float) -> float:
+    """Training FLOPs per position of one block (6 x matmul weights + 12 d x attended keys, the
+    suite's nanoGPT convention, ``models.token_lm.token_lm_flops_per_token``)."""
+    d = cfg.d_model
+    hidden = cfg.mlp_ratio * d
+    weights = 4 * d * d + (3 if cfg.activation == "swiglu" else 2) * d * hidden
+    return 6.0 * weights + 12.0 * d * attended
+
+
+def ncm_tokenizer_flops_per_token(cfg: NCMTokenizerConfig) -> float:
+    """Training FLOPs per token: encoder and decoder blocks over all L positions, the token head
+    (6 V d), the two code projections (6 x 2 d d_code), one phi conv per scale at full length
+    (6 x 3 d_code^2 each) and the nearest-code distances (2 x sum_k l_k / L x |V| x d_code, forward only).
+    Interpolation, pooling and the MSE terms are left out."""
+    L, dc = cfg.seq_len, cfg.d_code
+    blocks = (cfg.n_layer + cfg.decoder_layers) * block_flops(cfg, L)
+    phi = 6.0 * 3 * dc * dc * cfg.K if cfg.phi_ratio > 0 else 0.0
+    distances = 2.0 * sum(cfg.lengths) / L * cfg.codebook_size * dc
+    return blocks + 6.0 * cfg.vocab_size * cfg.d_model + 12.0 * cfg.d_model * dc + phi + distances
