@@ -206,3 +206,12 @@ def test_a_second_trainer_on_the_same_run_folder_is_refused(tiny_data, run_cfg, 
         holder.wait()
     time.sleep(0.1)
     assert Trainer(run_cfg, tiny_data["tokens"], tmp_path).run() is not None  # the lock died with its holder
+
+
+def test_stray_world_size_is_a_one_line_error(tiny_data, run_cfg, tmp_path, monkeypatch):
+    from common.errors import ReproError
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.delenv("MASTER_ADDR", raising=False)
+    with pytest.raises(ReproError, match="WORLD_SIZE=2 is set, but not by torchrun"):
+        Trainer(run_cfg, tiny_data["tokens"], tmp_path)

@@ -69,6 +69,9 @@ class Trainer:
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
         if self.world > 1 and not dist.is_initialized():
+            if "MASTER_ADDR" not in os.environ:
+                raise ReproError(f"WORLD_SIZE={self.world} is set, but not by torchrun (MASTER_ADDR is missing): unset "
+                                 "WORLD_SIZE for one process, or launch with torchrun --nproc-per-node N")
             dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
         self.device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}" if torch.cuda.is_available()
                                    else "cpu")
