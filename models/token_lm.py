@@ -254,11 +254,16 @@ class TokenLM(nn.Module):
         return {"losses": {"ntp": linear_cross_entropy(h.flatten(0, 1), self.lm_head.weight, targets.flatten())}}
 
     # --- generation ----------------------------------------------------------------------------
+    def _require_cache(self) -> None:
+        """Refuse incremental decoding for a model whose forward is not the token blocks' alone (the
+        concept models): caching the blocks would give other logits than its forward."""
+        if not self.INCREMENTAL_DECODE:
+            raise ValueError(f"{type(self).__name__} decodes by full recompute (its forward is not the token "
+                             "blocks' alone), not with a KV cache; generate with use_cache=False")
+
     def init_state(self, batch_size: int) -> DecodeState:
         """Empty KV caches for ``batch_size`` sequences (the lm-eval adapter's incremental-decoding hook)."""
-        if not self.INCREMENTAL_DECODE:
-            raise NotImplementedError(f"{type(self).__name__} has no KV cache (its forward is not the token "
-                                      "blocks' alone); generate with use_cache=False")
+        self._require_cache()
         return DecodeState(len(self.blocks), self.cfg.seq_len)
 
     def decode_step(self, tokens: torch.Tensor, state: DecodeState, last_only: bool = False
@@ -266,8 +271,7 @@ class TokenLM(nn.Module):
         """Feed ``tokens`` (batch, t), the positions after the ``state.length`` already fed; return
         their logits (batch, t, V) -- equal to the full forward's at those positions -- and the state.
         ``last_only``: the logits of the last position only (batch, 1, V)."""
-        if not self.INCREMENTAL_DECODE:
-            raise NotImplementedError(f"{type(self).__name__} has no KV cache; generate with use_cache=False")
+        self._require_cache()
         x = self.embed(tokens, state.length)
         for block, cache in zip(self.blocks, state.caches):
             x = block(x, cache=cache)
