@@ -100,6 +100,7 @@ class Trainer:
         self.model = build_model(self.model_kwargs, vocab_size=manifest["vocab_size"], seq_len=self.seq_len)
         self.model.to(self.device)
         self.primary = self.model.loss_names(self.model.cfg)[0]  # what valid/loss measures
+        self._lock_handle = None  # the run folder's lock while run() trains (rank 0)
         self.alerted: set[str] = set()
         self.flops_per_token = flops_per_token(self.model_kwargs, vocab_size=manifest["vocab_size"],
                                                seq_len=self.seq_len)
@@ -191,7 +192,7 @@ class Trainer:
         try:
             return self._train(stop_after)
         finally:
-            if getattr(self, "_lock_handle", None) is not None:
+            if self._lock_handle is not None:
                 self._lock_handle.close()  # releases the lock
                 self._lock_handle = None
 
