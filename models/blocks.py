@@ -15,7 +15,9 @@ is configuration, not code:
 The attention projection is one fused ``qkv`` matmul laid out ``[q | k | v]`` along the output
 dimension (k and v have ``n_kv_head`` heads), followed by
 ``F.scaled_dot_product_attention(is_causal=True)``. A SwiGLU MLP fuses its gate and up projections
-the same way, ``fc`` laid out ``[gate | up]``.
+the same way, ``fc`` laid out ``[gate | up]``. The projections are ``models.kernels.Linear`` (``nn.Linear``
+computed through oneDNN on CPU in fp32) and a GELU MLP's first product has the GELU fused into it
+(``linear_gelu``); elsewhere both are ``F.linear`` / ``F.gelu``.
 
 Incremental decoding: ``Block.forward(x, cache=KVCache(max_len))`` appends the keys and values of
 ``x`` to the layer's cache and lets every new position attend to all cached positions and causally
@@ -31,6 +33,8 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from models.kernels import Linear, linear_gelu
 
 
 class Rotary(nn.Module):
@@ -120,8 +124,8 @@ class CausalSelfAttention(nn.Module):
         super().__init__()
         self.n_head, self.n_kv_head = n_head, n_kv_head or n_head
         self.head_dim = d_model // n_head
-        self.qkv = nn.Linear(d_model, (n_head + 2 * self.n_kv_head) * self.head_dim, bias=bias)
-        self.proj = nn.Linear(d_model, d_model, bias=bias)
+        self.qkv = Linear(d_model, (n_head + 2 * self.n_kv_head) * self.head_dim, bias=bias)
+        self.proj = Linear(d_model, d_model, bias=bias)
         self.dropout = dropout
         self.rotary = rotary
 
@@ -158,15 +162,15 @@ class MLP(nn.Module):
     def __init__(self, d_model: int, hidden: int, bias: bool, activation: str):
         super().__init__()
         self.gated = activation == "swiglu"
-        self.fc = nn.Linear(d_model, (2 if self.gated else 1) * hidden, bias=bias)
-        self.proj = nn.Linear(hidden, d_model, bias=bias)
+        self.fc = Linear(d_model, (2 if self.gated else 1) * hidden, bias=bias)
+        self.proj = Linear(hidden, d_model, bias=bias)
         self.approximate = {"gelu_tanh": "tanh", "gelu": "none", "swiglu": None}[activation]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.gated:
             gate, up = self.fc(x).chunk(2, dim=-1)
             return self.proj(F.silu(gate) * up)
-        return self.proj(F.gelu(self.fc(x), approximate=self.approximate))
+        return self.proj(linear_gelu(x, self.fc.weight, self.fc.bias, self.approximate))
 
 
 def make_norm(kind: str, d_model: int, eps: float, bias: bool) -> nn.Module:

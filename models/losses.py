@@ -7,7 +7,7 @@ cache-sized (256 rows: 2 MiB at V = 2048), and the log-softmax backward and full
 the autograd path disappear. One ``softmax`` per chunk gives the gradient ``p - onehot`` and the
 loss ``-log p[target]`` (no log-softmax followed by an ``exp``); the rare rows whose target
 probability is below the normal float range get their loss from ``logsumexp`` instead. On CPU in
-fp32 the two products with ``W`` go through oneDNN (``_onednn``). Forward + backward of the head +
+fp32 the three products with ``W`` go through oneDNN (``models.kernels``). Forward + backward of the head +
 loss on 2 CPU cores: 2048 tokens, vocabulary 2048, d 64 (the embedded ``s`` batch) 18 ms instead of
 27 ms with 512-row chunks, log-softmax and MKL; 4096 tokens, 4096, d 128: 85 instead of 114 ms (1
 core: 29 vs 44, 176 vs 227; ``benchmarks/train_throughput.py`` measures the whole step). The value
@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import torch
 
-try:  # oneDNN's ``x @ w.T`` (the op Inductor's CPU linears use); absent from builds without oneDNN
-    _ONEDNN_LINEAR = torch.ops.mkldnn._linear_pointwise if torch.backends.mkldnn.is_available() else None
-except (AttributeError, RuntimeError):
-    _ONEDNN_LINEAR = None
+from models.kernels import matmul_t as _matmul_t
+from models.kernels import onednn as _onednn
 
 CHUNK_ROWS = 256
 # log p(target) below this (p < 1.8e-35) is recomputed from the logits: the softmax output is only
@@ -28,26 +26,16 @@ CHUNK_ROWS = 256
 LOG_P_FLOOR = -80.0
 
 
-def _onednn(x: torch.Tensor) -> bool:
-    """Whether ``_matmul_t`` goes through oneDNN: fp32 on CPU. There MKL splits the short, wide
-    products of this kernel poorly: the logits of a 256-row chunk (d 64, V 2048) take 0.5 ms through
-    oneDNN against 0.8 ms through MKL on 2 cores (the whole step: 5 % faster)."""
-    return _ONEDNN_LINEAR is not None and x.device.type == "cpu" and x.dtype == torch.float32
-
-
-def _matmul_t(a: torch.Tensor, b: torch.Tensor, onednn: bool) -> torch.Tensor:
-    """``a @ b.T``."""
-    return _ONEDNN_LINEAR(a, b, None, "none", [], "") if onednn else a @ b.T
-
-
 def _chunked_loss_and_grads(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, with_grads: bool):
     n = len(targets)
     compute_dtype = torch.float32 if h.dtype in (torch.float16, torch.bfloat16) else h.dtype
     log_p = torch.empty(n, dtype=compute_dtype, device=h.device)       # log p(target) per row
     grad_h = torch.empty_like(h) if with_grads else None
-    grad_w = torch.zeros_like(weight, dtype=compute_dtype) if with_grads else None
     w = weight.to(h.dtype)
     onednn = _onednn(h)
+    # oneDNN accumulates grad_w.T (d, V), contiguous: h_c.T @ g as one a @ b.T product per chunk
+    grad_w = (h.new_zeros(h.shape[1], len(weight)) if onednn else torch.zeros_like(weight, dtype=compute_dtype)
+              ) if with_grads else None
     w_t = w.T.contiguous() if with_grads and onednn else None   # grad_h = g @ w = g @ w_t.T
     minus_one = torch.full((1, 1), -1.0, dtype=compute_dtype, device=h.device)
     for start in range(0, n, CHUNK_ROWS):
@@ -58,13 +46,16 @@ def _chunked_loss_and_grads(h: torch.Tensor, weight: torch.Tensor, targets: torc
             g = probs.scatter_add_(1, y_c, minus_one.expand(len(y_c), 1)).to(h.dtype)  # softmax - onehot
             if onednn:
                 grad_h[start:start + CHUNK_ROWS] = _matmul_t(g, w_t, onednn)
+                grad_w.add_(_matmul_t(h_c.T, g.T, onednn))
             else:
                 torch.mm(g, w, out=grad_h[start:start + CHUNK_ROWS])
-            grad_w.addmm_(g.T.to(compute_dtype), h_c.to(compute_dtype))
+                grad_w.addmm_(g.T.to(compute_dtype), h_c.to(compute_dtype))
     tiny = (log_p < LOG_P_FLOOR).nonzero().squeeze(1)   # rare: a target far below the row's maximum
     if len(tiny):
         logits = _matmul_t(h[tiny], w, onednn).to(compute_dtype)
         log_p[tiny] = logits.gather(1, targets[tiny, None]).squeeze(1) - torch.logsumexp(logits, dim=-1)
+    if with_grads and onednn:
+        grad_w = grad_w.T.contiguous()
     return -log_p.sum() / n, grad_h, grad_w
 
 

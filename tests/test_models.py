@@ -76,15 +76,56 @@ def test_fused_linear_cross_entropy_equals_autograd():
     torch.testing.assert_close(w.grad, w2.grad)
 
 
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("frozen", [False, True])
+def test_onednn_linear_equals_f_linear(bias, frozen):
+    """models.kernels.Linear (oneDNN forward and input gradient on CPU fp32) gives F.linear's value and
+    gradients for a 3-D input, with and without bias, with a frozen weight, and without autograd."""
+    from models import kernels
+
+    assert kernels._ONEDNN_LINEAR is not None or not torch.backends.mkldnn.is_available()
+    torch.manual_seed(0)
+    layer = kernels.Linear(48, 80, bias=bias)
+    layer.weight.requires_grad_(not frozen)
+    x = torch.randn(3, 37, 48, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_()
+    out, ref = layer(x), F.linear(x2, layer.weight, layer.bias)
+    torch.testing.assert_close(out, ref)
+    grads = [p for p in (layer.weight, layer.bias) if p is not None and p.requires_grad]
+    g = torch.randn_like(out)
+    got = torch.autograd.grad(out, [x, *grads], g)
+    want = torch.autograd.grad(ref, [x2, *grads], g)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)
+    with torch.no_grad():
+        torch.testing.assert_close(layer(x), ref)
+
+
+@pytest.mark.parametrize("approximate", ["tanh", "none"])
+def test_onednn_linear_gelu_equals_f_gelu(approximate):
+    """models.kernels.linear_gelu (GELU fused into oneDNN's product, pre-activation recomputed in
+    backward) gives F.gelu(F.linear(...))'s value and gradients (GPT-2's tanh and NeoX's exact GELU)."""
+    from models.kernels import linear_gelu
+
+    torch.manual_seed(0)
+    w, b = (0.2 * torch.randn(96, 32)).requires_grad_(), torch.randn(96).requires_grad_()
+    x = torch.randn(2, 29, 32, requires_grad=True)
+    out, ref = linear_gelu(x, w, b, approximate), F.gelu(F.linear(x, w, b), approximate=approximate)
+    torch.testing.assert_close(out, ref)
+    g = torch.randn_like(out)
+    for a, e in zip(torch.autograd.grad(out, [x, w, b], g), torch.autograd.grad(ref, [x, w, b], g)):
+        torch.testing.assert_close(a, e)
+
+
 def test_fused_linear_cross_entropy_fp32_equals_autograd():
-    """fp32 on CPU takes the oneDNN matmuls (models.losses._matmul_t); the embedded shapes' width."""
-    from models import losses
+    """fp32 on CPU takes the oneDNN matmuls (models.kernels.matmul_t); the embedded shapes' width."""
+    from models import kernels
 
     torch.manual_seed(0)
     h = torch.randn(700, 64, requires_grad=True)  # 3 chunks, ragged tail
     w = (0.5 * torch.randn(301, 64)).requires_grad_()
     y = torch.randint(0, 301, (700,))
-    assert losses._ONEDNN_LINEAR is not None or not torch.backends.mkldnn.is_available()
+    assert kernels._ONEDNN_LINEAR is not None or not torch.backends.mkldnn.is_available()
     (2 * linear_cross_entropy(h, w, y)).backward()
     h2, w2 = h.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
     ref = F.cross_entropy(h2 @ w2.T, y)
