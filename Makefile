@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.train_throughput
 	$(BIN)/python -m benchmarks.concept_step_time
 	$(BIN)/python -m benchmarks.lmeval_throughput
+	$(BIN)/python -m benchmarks.ncm_sampling
 
 # lm-eval on local copies of real tasks (../shared/data); needs a trained run from `make reproduce`
 RUN_DIR ?= results/runs/base_gpt2_s/seed0

@@ -34,7 +34,14 @@ rule all:
         f"{OUT}/report/report.html",
 
 
-# One target per paper (`snakemake conceptlm`); today every experiment of the profiles is ConceptLM's.
-rule conceptlm:
-    input:
-        rules.all.input,
+# One target per paper (`snakemake conceptlm`, `ncm`, `dlcm`): the runs and evaluations of the experiments
+# tagged with that paper (`paper:`, default conceptlm), with whatever they build on (upstream runs, judges).
+# Tables and the report come with the bare `snakemake`.
+for _paper in PAPERS:
+
+    rule:
+        name:
+            _paper
+        input:
+            run_outputs(_paper),
+            eval_results(_paper),

@@ -20,8 +20,9 @@ are silent).
   position embedding over the concatenated N = sum_k l_k positions (VAR ``pos_1LC``).
 * ``attention`` block_diagonal: a position attends to its own block only (NCM App. F.2 / Table 9,
   unconditional: the input already carries zhat^(k-1); 15.41 vs 19.63 PPL) | block_causal: to its own
-  block and every coarser one (VAR's mask, Table 9's alternative). Both are explicit bool masks; all
-  scales are trained in one forward pass (seed 002 §2.3).
+  block and every coarser one (VAR's mask, Table 9's alternative). All scales are trained in one
+  forward pass (seed 002 §2.3); the masks are ``models.blocks.Segments``, which attend block by block
+  and never compute the masked-out pairs (equal to the explicit bool mask, ``attention_mask``).
 * ``perturb_rate`` p (seed 002 §2.3, App. F.3): in training each conditioning code (scales 1..K-1, the
   ones the inputs are built from) is replaced with probability p by another code of the same
   codebook, uniform over the other |V| - 1; the labels stay the clean codes. The paper's rate is
@@ -51,8 +52,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from models.blocks import KVCache, init_weights, make_norm
+from models.blocks import KVCache, Segments, init_weights, make_norm
 from models.losses import linear_cross_entropy
+from models.token_lm import draw
 from models.ncm_tokenizer import (NCMTokenizer, NCMTokenizerConfig, NCMTransformerFields, block_flops,
                                   make_ncm_block)
 
@@ -105,9 +107,7 @@ class NCMConfig(NCMTransformerFields):
 def attention_mask(lengths: tuple[int, ...], kind: str) -> torch.Tensor:
     """Bool (N, N) mask over the concatenated blocks, True = may attend: ``block_diagonal`` a position
     sees its own block; ``block_causal`` its own block and every coarser one."""
-    levels = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))
-    q, k = levels[:, None], levels[None, :]
-    return q == k if kind == "block_diagonal" else q >= k
+    return Segments(lengths, prefix=kind == "block_causal").mask()
 
 
 def loss_weights(lengths: tuple[int, ...], alpha: float) -> torch.Tensor:
@@ -137,7 +137,7 @@ class NCM(nn.Module):
         for part in (self.word_embed, self.lvl_embed, self.pos, self.blocks, self.ln_f, self.head):
             init_weights(part, cfg.init_std, cfg.n_layer)
         nn.init.normal_(self.sos, std=cfg.init_std)
-        self.register_buffer("mask", attention_mask(self.lengths, cfg.attention), persistent=False)
+        self.mask = Segments(self.lengths, prefix=cfg.attention == "block_causal")
         self.register_buffer("weights", loss_weights(self.lengths, cfg.alpha).float(), persistent=False)
         self.tokenizer = NCMTokenizer(tcfg).requires_grad_(False).eval()
         self.calls = 0  # generator (transformer) calls, read by sampling and its tests
@@ -201,7 +201,7 @@ class NCM(nn.Module):
                 prefixes.append(zhat)
         return torch.cat([self.block_input(prefixes[k], k) for k in range(self.K)], 1)
 
-    def backbone(self, x: torch.Tensor, attn_mask: torch.Tensor | None,
+    def backbone(self, x: torch.Tensor, attn_mask: torch.Tensor | Segments | None,
                  caches: list[KVCache] | None = None) -> torch.Tensor:
         """One generator call: the blocks and the final norm. ``attn_mask`` None = full attention over x
         and, with ``caches`` (one per block), over every position cached before (``models.blocks.KVCache``)."""
@@ -276,19 +276,23 @@ def sample_codes(logits: torch.Tensor, temperature: float, top_k: int | None, to
     if temperature == 0:
         return logits.argmax(-1)
     logits = filter_logits(logits.double() / temperature, top_k, top_p)
-    probs = logits.softmax(-1).flatten(0, 1)
+    probs = logits.softmax(-1)
     if generator is not None:  # draw where the generator lives: the same codes on every device
         probs = probs.to(generator.device)
-    return torch.multinomial(probs, 1, generator=generator).view(logits.shape[:2]).to(logits.device)
+    return draw(probs, generator).to(logits.device)
 
 
 @torch.no_grad()
 def sample(model: NCM, n: int, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
-           generator: torch.Generator | None = None) -> dict:
+           generator: torch.Generator | None = None, given: list[torch.Tensor] | None = None) -> dict:
     """n unconditional samples in one batch: ``{"ids": LongTensor (n, L), "nfe": generator calls made
     (K), "codes": K LongTensors (n, l_k)}``; deterministic given ``generator`` (a CPU generator draws
     on the CPU whatever the model's device; None = the global RNG). The model is put in eval mode and
-    restored."""
+    restored.
+
+    ``given`` (a diagnostic): the codes (n, l_k) of the first j scales, taken instead of sampled -- the
+    generator completes real coarse scales (j = K: the tokenizer's own reconstruction). Block-diagonal
+    needs no call for a given scale; block-causal runs it once so the finer scales attend to its keys."""
     was_training = model.training
     model.eval()
     tok = model.tokenizer
@@ -298,8 +302,13 @@ def sample(model: NCM, n: int, temperature: float = 1.0, top_k: int | None = Non
     caches = [KVCache(model.N) for _ in model.blocks] if model.cfg.attention == "block_causal" else None
     codes = []
     for k in range(model.K):
-        h = model.backbone(model.block_input(zhat, k), None, caches)
-        r = sample_codes(model.head(h), temperature, top_k, top_p, generator)
+        if given is not None and k < len(given):
+            r = given[k]
+            if caches is not None:
+                model.backbone(model.block_input(zhat, k), None, caches)
+        else:
+            h = model.backbone(model.block_input(zhat, k), None, caches)
+            r = sample_codes(model.head(h), temperature, top_k, top_p, generator)
         codes.append(r)
         zhat = zhat + tok.embed_codes(r, k)
     ids = tok.tokens(tok.decode(zhat))

@@ -36,10 +36,14 @@ from models.token_lm import PythiaConfig, TokenLM, TokenLMConfig, token_lm_flops
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """``upstream``: (model field, arch) of a model trained on top of another run (NCM's generator
+    on its tokenizer run): the experiment's ``upstream:`` fills that field with the upstream run's
+    model settings, and the trainer loads the upstream's ``final/`` (``model.load_upstream``)."""
     name: str
     config_cls: type
     build: Callable[[object], nn.Module]
     flops_per_token: Callable[[object], float]
+    upstream: tuple[str, str] | None = None
 
 
 BACKBONES = {"gpt2": TokenLMConfig, "pythia": PythiaConfig, "llama": LlamaConfig}
@@ -74,7 +78,7 @@ REGISTRY: dict[str, ModelSpec] = {
 NON_CAUSAL: dict[str, ModelSpec] = {
     spec.name: spec for spec in (
         ModelSpec("ncm_tokenizer", NCMTokenizerConfig, NCMTokenizer, ncm_tokenizer_flops_per_token),
-        ModelSpec("ncm", NCMConfig, NCM, ncm_flops_per_token),
+        ModelSpec("ncm", NCMConfig, NCM, ncm_flops_per_token, upstream=("tokenizer", "ncm_tokenizer")),
         # NCM's masked-diffusion baseline on each backbone's blocks, run bidirectionally (models/mdlm.py)
         *(ModelSpec(f"mdlm_{backbone}", family_config(MDLMOptions, backbone), MDLM, mdlm_flops_per_token)
           for backbone in BACKBONES),

@@ -19,7 +19,7 @@ shift or padding mask can differ between rows). The cache is exact only for a fo
 class's; a subclass whose forward adds a path (ConceptLM's concepts) does not inherit it
 (``INCREMENTAL_DECODE``) and generates by recomputing the full forward on the growing sequence.
 Sampling: temperature, then top-k, then top-p (nucleus) on the float64 distribution, then one
-multinomial draw from the caller's ``torch.Generator``; temperature 0 is greedy.
+draw by inversion (``draw``) with the caller's ``torch.Generator``; temperature 0 is greedy.
 """
 from __future__ import annotations
 
@@ -181,14 +181,24 @@ def filter_logits(logits: torch.Tensor, temperature: float = 1.0, top_k: int | N
     return x
 
 
+def draw(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """One index per row of ``probs`` (..., V), drawn from it by inversion: one uniform u per row and
+    the first index whose cumulative probability exceeds u times the row's total. Exact for the
+    categorical distribution (an index of probability 0 is never drawn) and one uniform per row, where
+    CPU ``torch.multinomial`` spends one exponential per entry (49 ms against ~2 ms for NCM's 6,080
+    rows of 512 codes). Deterministic given ``generator`` (on the probabilities' device)."""
+    cdf = probs.cumsum(-1)
+    u = torch.rand((*probs.shape[:-1], 1), dtype=cdf.dtype, device=cdf.device, generator=generator)
+    return torch.searchsorted(cdf, u * cdf[..., -1:], right=True).clamp_max(probs.shape[-1] - 1).squeeze(-1)
+
+
 def sample_next(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
                 top_p: float | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
-    """One token per row of ``logits`` (batch, V): argmax at temperature 0, else a multinomial draw
+    """One token per row of ``logits`` (batch, V): argmax at temperature 0, else a draw (``draw``)
     from ``filter_logits`` (float64) with ``generator``."""
     if temperature == 0:
         return logits.argmax(-1)
-    probs = filter_logits(logits, temperature, top_k, top_p).softmax(-1)
-    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    return draw(filter_logits(logits, temperature, top_k, top_p).softmax(-1), generator)
 
 
 class DecodeState:

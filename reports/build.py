@@ -21,7 +21,7 @@ from tables.specs import load_specs
 from .codebook import codebook_usage
 from .curves import Curve, plot_curves, read_curves
 from .document import Block, Bullets, Figure, Heading, Paragraph, Table, to_html, to_markdown
-from .figures import analogue, load_figure_specs, scatter
+from .figures import analogue, eval_sweep, load_figure_specs, metric_curve, scatter
 from .findings import PROXY_NOTE, collect
 from .iso_ppl import iso_ppl
 
@@ -95,6 +95,10 @@ def _analogue_blocks(spec: dict, runs: Path, results: dict[Metric, Reproduced], 
         return [figures.block(spec["id"], image, caption)] + ([Paragraph("Iso-PPL readings:"), table] if table else [])
     if spec["kind"] == "codebook_usage":
         return [figures.block(spec["id"], *codebook_usage(spec, runs))]
+    if spec["kind"] == "eval_sweep":
+        return [figures.block(spec["id"], *eval_sweep(spec, results))]
+    if spec["kind"] == "metric_curve":
+        return [figures.block(spec["id"], *metric_curve(spec, results))]
     return [figures.block(spec["id"], *analogue(spec, results))]
 
 

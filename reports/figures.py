@@ -1,7 +1,11 @@
 """Figures built from whatever results exist: reproduced-vs-reported scatter per table and figure analogues.
 
-``figures.yaml`` entries of the default kind are drawn here; kinds ``iso_ppl``
-and ``codebook_usage`` by :mod:`reports.iso_ppl` and :mod:`reports.codebook`.
+``figures.yaml`` entries of the default kind (``analogue``) and of kinds
+``eval_sweep`` (one experiment under several evaluations, y against x of the same
+result, e.g. Gen PPL against NFE) and ``metric_curve`` (the numbered metrics
+``{prefix}1..n`` of one result against their number, e.g. reconstruction accuracy
+from the first k scales) are drawn here; kinds ``iso_ppl`` and ``codebook_usage``
+by :mod:`reports.iso_ppl` and :mod:`reports.codebook`.
 
 Nothing here fails for lack of data: each function returns ``None`` for the
 figure and a sentence naming what is missing.
@@ -10,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tables.numbers import parse_printed
+from tables.numbers import format_float, parse_printed
 from tables.results import Metric, Reproduced
 from tables.validation import DataError, load_yaml, schema
 
@@ -78,11 +82,99 @@ def analogue(spec: dict, results: dict[Metric, Reproduced]) -> tuple[bytes | Non
             axes.errorbar(*zip(*points), fmt="o-", color=f"C{index}", label=series["label"], capsize=3)
             plotted += len(points)
     gaps = f" Missing results: {', '.join(missing)}." if missing else ""
+    if not _finish(figure, axes, spec, plotted, gaps):
+        return None, f"{spec['title']}: no results yet.{gaps}"
+    return png(figure), f"{spec['title']} ({plotted} point(s)).{gaps}"
+
+
+def _finish(figure, axes, spec: dict, plotted: int, gaps: str) -> bool:
+    """Label the axes of a drawn figure (title, log scales, legend); False (figure closed) if nothing was
+    plotted."""
     if not plotted:
         pyplot().close(figure)
-        return None, f"{spec['title']}: no results yet.{gaps}"
+        return False
     axes.set(xlabel=spec["x"]["label"], ylabel=spec["y"]["label"], title=spec["title"][:70])
     if spec.get("log_x"):
         axes.set_xscale("log")
+    if spec.get("log_y"):
+        axes.set_yscale("log")
     axes.legend(fontsize=7)
-    return png(figure), f"{spec['title']} ({plotted} point(s)).{gaps}"
+    return True
+
+
+def _missing(missing: list[str], what: str = "Missing results") -> str:
+    return f" {what}: {', '.join(missing)}." if missing else ""
+
+
+def eval_sweep(spec: dict, results: dict[Metric, Reproduced]) -> tuple[bytes | None, str]:
+    """Kind ``eval_sweep``: each series is one experiment evaluated under the evaluations ``evals``; one
+    point per evaluation, x and y the metrics ``x.key`` and ``y.key`` of that same result (mean ± std
+    over seeds), joined in order of x. ``annotate`` writes the value of its metric beside each point.
+    Evaluations without both metrics are named as missing."""
+    figure, axes = pyplot().subplots(figsize=(5.6, 3.8))
+    missing, unannotated, plotted = [], [], 0
+    note = spec.get("annotate")
+    for index, series in enumerate(spec["series"]):
+        experiment, points = series["experiment"], []
+        for eval_name in series["evals"]:
+            x, y = (results.get((experiment, eval_name, spec[axis]["key"])) for axis in ("x", "y"))
+            if x is None or y is None:
+                missing.append(f"{experiment} ({eval_name})")
+                continue
+            noted = results.get((experiment, eval_name, note["key"])) if note else None
+            if note and noted is None:
+                unannotated.append(f"{experiment} ({eval_name})")
+            points.append((x.mean, y.mean, x.std or 0.0, y.std or 0.0, noted))
+        if not points:
+            continue
+        points.sort(key=lambda point: point[0])
+        xs, ys, x_err, y_err, notes = zip(*points)
+        axes.errorbar(xs, ys, xerr=x_err, yerr=y_err, fmt="o-", color=f"C{index % 10}", label=series["label"],
+                      capsize=3)
+        for x, y, value in zip(xs, ys, notes):
+            if value is not None:
+                axes.annotate(f"{note['label']} {format_float(value.mean, 2)}", (x, y), fontsize=6,
+                              xytext=(3, 3), textcoords="offset points")
+        plotted += len(points)
+    gaps = _missing(missing)
+    if not _finish(figure, axes, spec, plotted, gaps):
+        return None, f"{spec['title']}: no results yet.{gaps}"
+    shown = ""
+    if note:
+        shown = f" Beside each point: {note['label']} ({note['key']})." + _missing(unannotated, f"No {note['key']} for")
+    return png(figure), f"{spec['title']} ({plotted} point(s)).{shown}{gaps}"
+
+
+def numbered(results: dict[Metric, Reproduced], experiment: str, eval_name: str, prefix: str) -> dict[int, Reproduced]:
+    """The metrics ``{prefix}{i}`` (i a positive integer) of one result, by i."""
+    found = {}
+    for (exp, name, key), value in results.items():
+        suffix = key[len(prefix):]
+        if exp == experiment and name == eval_name and key.startswith(prefix) and suffix.isdigit() and int(suffix) > 0:
+            found[int(suffix)] = value
+    return dict(sorted(found.items()))
+
+
+def metric_curve(spec: dict, results: dict[Metric, Reproduced]) -> tuple[bytes | None, str]:
+    """Kind ``metric_curve``: for each series (one experiment's result of evaluation ``eval``) the
+    metrics ``{y.prefix}{i}`` found in it against i (mean ± std over seeds), e.g. reconstruction
+    accuracy from the first k scales against k. Series without such metrics are named as missing."""
+    prefix = spec["y"]["prefix"]
+    figure, axes = pyplot().subplots(figsize=(5.6, 3.8))
+    missing, lengths = [], []
+    for index, series in enumerate(spec["series"]):
+        experiment, eval_name = series["experiment"], series["eval"]
+        curve = numbered(results, experiment, eval_name, prefix)
+        if not curve:
+            known = any(exp == experiment and name == eval_name for exp, name, _ in results)
+            missing.append(f"{experiment} ({eval_name}{f': no {prefix}<i> metric' if known else ''})")
+            continue
+        axes.errorbar(list(curve), [value.mean for value in curve.values()],
+                      yerr=[value.std or 0.0 for value in curve.values()], fmt="o-", color=f"C{index % 10}",
+                      label=series["label"], capsize=3)
+        lengths.append(f"{series['label']}: i = {min(curve)}..{max(curve)}")
+    gaps = _missing(missing)
+    if not _finish(figure, axes, spec, len(lengths), gaps):
+        return None, f"{spec['title']}: no results yet.{gaps}"
+    axes.xaxis.get_major_locator().set_params(integer=True)
+    return png(figure), f"{spec['title']} ({'; '.join(lengths)}; y = {prefix}i).{gaps}"

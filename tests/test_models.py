@@ -207,3 +207,19 @@ def test_pythia_uses_neox_conventions():
     assert model.wpe is None and model.lm_head.weight is not model.wte.weight
     assert not model.cfg.scale_residual_init  # HF GPT-NeoX init: no depth scaling (test_concept_defaults)
     assert model.blocks[0].parallel_residual and model.blocks[0].attn.rotary.rot_dim == 2  # 25% of 8
+
+
+def test_draw_by_inversion_follows_the_distribution_and_never_draws_a_zero():
+    """models.token_lm.draw (the samplers' categorical draw): frequencies match the probabilities,
+    unnormalised rows are normalised, an entry of probability 0 is never drawn, and a seed fixes it."""
+    from models.token_lm import draw
+
+    p = torch.tensor([0.0, 0.2, 0.0, 0.5, 0.3], dtype=torch.float64)
+    x = draw((3 * p).expand(100_000, 5), torch.Generator().manual_seed(0))
+    freq = torch.bincount(x, minlength=5).double() / len(x)
+    assert freq[0] == 0 and freq[2] == 0
+    torch.testing.assert_close(freq, p, atol=0.006, rtol=0)
+    one_hot = draw(torch.tensor([[0.0, 0.0, 1.0]] * 50, dtype=torch.float64), torch.Generator().manual_seed(1))
+    assert (one_hot == 2).all()
+    a, b = (draw(p.expand(64, 5), torch.Generator().manual_seed(3)) for _ in range(2))
+    assert torch.equal(a, b)

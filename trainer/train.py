@@ -62,7 +62,8 @@ def make_optimizer(model: torch.nn.Module, t: dict) -> torch.optim.AdamW:
 
 
 class Trainer:
-    def __init__(self, run_cfg: dict, tokens_dir: Path, run_dir: Path, threads: int | None = None):
+    def __init__(self, run_cfg: dict, tokens_dir: Path, run_dir: Path, threads: int | None = None,
+                 upstream: Path | None = None):
         self.cfg, self.t = run_cfg, run_cfg["train"]
         self.run_dir, self.tokens_dir = Path(run_dir), Path(tokens_dir)
         self.config_hash = config_hash(run_cfg)
@@ -98,6 +99,7 @@ class Trainer:
         self.model_kwargs = {k: v for k, v in run_cfg["model"].items() if k != "seq_len"}
         torch.manual_seed(run_cfg["seed"])
         self.model = build_model(self.model_kwargs, vocab_size=manifest["vocab_size"], seq_len=self.seq_len)
+        self._load_upstream(upstream)
         self.model.to(self.device)
         self.primary = self.model.loss_names(self.model.cfg)[0]  # what valid/loss measures
         self._lock_handle = None  # the run folder's lock while run() trains (rank 0)
@@ -112,6 +114,20 @@ class Trainer:
             self.forward = torch.compile(self.forward)
         use_bf16 = self.device.type == "cuda" and self.t["precision"] in ("auto", "bf16")
         self.autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if use_bf16 else nullcontext
+
+    def _load_upstream(self, upstream: Path | None) -> None:
+        """A run built on another (``run_cfg["upstream"]``, NCM's generator on its tokenizer run): load
+        that run's ``final/`` into the model and bind checkpoints to its weights, so a re-trained
+        upstream never lets a stale checkpoint of this run resume."""
+        expected = self.cfg.get("upstream")
+        if (expected is None) != (upstream is None):
+            raise ReproError(f"{self.cfg['id']}: " + (f"builds on {expected['experiment']} seed {expected['seed']}; pass "
+                             "its final/ folder as --upstream" if expected else "builds on no other run; drop --upstream"))
+        if upstream is None:
+            return
+        upstream = Path(upstream)
+        self.model.load_upstream(upstream)
+        self.binding["upstream"] = {**expected, "model_sha256": sha256_file(upstream / "model.safetensors")}
 
     # --- one optimizer step -------------------------------------------------------------------
     def batch(self, step: int, micro_index: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -295,6 +311,7 @@ class Trainer:
         save_weights(self.model, final / "model.safetensors")
         manifest = {"experiment": self.cfg["id"], "seed": self.cfg["seed"], "config": self.cfg,
                     "config_hash": self.config_hash, "data": self.binding["data"],
+                    "upstream": self.binding.get("upstream"),
                     "model_sha256": sha256_file(final / "model.safetensors"),
                     "vocab_size": self.model.cfg.vocab_size, "steps": self.t["steps"],
                     "tokens": self.t["steps"] * self.t["batch_size"] * self.seq_len,

@@ -4,7 +4,8 @@ paths, calls one library function, and exits with a one-line error on bad input.
     python -m workflows.cli corpus    --settings S --out DIR
     python -m workflows.cli tokenizer --settings S --corpus DIR --out FILE
     python -m workflows.cli tokenize  --settings S --corpus DIR --tokenizer FILE --out DIR
-    python -m workflows.cli pretrain  --config C --tokens DIR --tokenizer FILE --run-dir DIR [--threads N]
+    python -m workflows.cli pretrain  --config C --tokens DIR --tokenizer FILE --run-dir DIR [--upstream DIR] [--threads N]
+    python -m workflows.cli eval-recon --run-dir DIR --tokens DIR --out FILE [--threads N]
     python -m workflows.cli eval-ppl  --run-dir DIR --tokens DIR --out FILE [--threads N]
     python -m workflows.cli eval-codebook --run-dir DIR --tokens DIR --out FILE [--threads N]
 """
@@ -65,15 +66,21 @@ def pretrain(a):
     run_cfg = _json(a.config)
     check_tokenizer(read_manifest(Path(a.tokens)), load_tokenizer(run_cfg["tokenizer"], Path(a.tokenizer)).sha256,
                     Path(a.tokens))
-    Trainer(run_cfg, Path(a.tokens), Path(a.run_dir), threads=a.threads).run()
+    Trainer(run_cfg, Path(a.tokens), Path(a.run_dir), threads=a.threads,
+            upstream=Path(a.upstream) if a.upstream else None).run()
+
+
+def _evaluate(a, evaluate) -> dict:
+    """Run ``evaluate(final_dir, tokens_dir, out)`` (an evaluation of a run's token data) on ``a``."""
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    return evaluate(Path(a.run_dir) / "final", Path(a.tokens), Path(a.out))
 
 
 def eval_ppl(a):
     from evals.perplexity import evaluate_perplexity
 
-    if a.threads:
-        torch.set_num_threads(a.threads)
-    r = evaluate_perplexity(Path(a.run_dir) / "final", Path(a.tokens), Path(a.out))
+    r = _evaluate(a, evaluate_perplexity)
     m = r["metrics"]
     print(f"{r['experiment']} seed {r['seed']}: test PPL {m['test/ppl']:.3f} | oracle {m['test/oracle_ppl']} "
           f"| unigram {m['test/unigram_ppl']:.1f}")
@@ -82,13 +89,20 @@ def eval_ppl(a):
 def eval_codebook(a):
     from evals.codebook import evaluate_codebook
 
-    if a.threads:
-        torch.set_num_threads(a.threads)
-    r = evaluate_codebook(Path(a.run_dir) / "final", Path(a.tokens), Path(a.out))
+    r = _evaluate(a, evaluate_codebook)
     m, d = r["metrics"], r["details"]
     print(f"{r['experiment']} seed {r['seed']}: codebook utilisation {m['test/utilisation_pct']:.1f}% "
           f"| usage PPL mean {m['test/usage_ppl_mean']:.1f} (min {m['test/usage_ppl_min']:.1f}) "
           f"of N={d['codebook_size']} | collapse {'yes' if m['test/collapse'] else 'no'}")
+
+
+def eval_recon(a):
+    from evals.recon import evaluate_recon
+
+    r = _evaluate(a, evaluate_recon)
+    m = r["metrics"]
+    print(f"{r['experiment']} seed {r['seed']}: exact token reconstruction from all {m['model/K']} scales "
+          f"{100 * m['test/token_acc']:.1f}%, from the first: {100 * m['test/token_acc_k1']:.1f}%")
 
 
 COMMANDS = {
@@ -98,7 +112,9 @@ COMMANDS = {
     "pretrain": (pretrain, ["config", "tokens", "tokenizer", "run-dir"]),
     "eval-ppl": (eval_ppl, ["run-dir", "tokens", "out"]),
     "eval-codebook": (eval_codebook, ["run-dir", "tokens", "out"]),
+    "eval-recon": (eval_recon, ["run-dir", "tokens", "out"]),
 }
+OPTIONAL = {"pretrain": ["upstream"]}  # --upstream: the final/ folder of the run this one builds on
 
 
 def main(argv=None) -> int:
@@ -108,6 +124,8 @@ def main(argv=None) -> int:
         p = sub.add_parser(name)
         for arg in args:
             p.add_argument(f"--{arg}", required=True)
+        for arg in OPTIONAL.get(name, []):
+            p.add_argument(f"--{arg}", default=None)
         p.add_argument("--threads", type=int, default=None)
     a = parser.parse_args(argv)
     try:

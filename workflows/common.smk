@@ -6,7 +6,7 @@ import sys
 
 from pathlib import Path
 
-from workflows.experiments import ConfigError, resolve, run_config, validate, with_parents
+from workflows.experiments import ConfigError, PAPERS, genppl_settings, resolve, run_config, validate, with_parents
 
 # A profile's `extends:` file is relative to the profile (the last --configfile; config/ by default).
 # Errors name that file.
@@ -47,23 +47,49 @@ wildcard_constraints:
     seed=r"\d+",
 
 
-def runs():
-    """(experiment, seed) pairs of the profile."""
-    return [(e, s) for e, exp in EXPERIMENTS.items() for s in exp["seeds"]]
+def runs(paper=None):
+    """(experiment, seed) pairs of the profile (of one paper's experiments: ``paper``)."""
+    return [(e, s) for e, exp in EXPERIMENTS.items() for s in exp["seeds"] if paper in (None, exp["paper"])]
 
 
-def eval_results():
+def eval_results(paper=None):
     """Every result JSON of the profile: the experiment's ``evals`` for each of its runs."""
-    return [f"{RUNS}/{e}/seed{s}/eval/{name}.json" for e, s in runs() for name in EXPERIMENTS[e]["evals"]]
+    return [f"{RUNS}/{e}/seed{s}/eval/{name}.json" for e, s in runs(paper) for name in EXPERIMENTS[e]["evals"]]
 
 
-def run_outputs():
+def run_outputs(paper=None):
     """Every run's training outputs. Targets in their own right: Snakemake re-runs a job whose outputs
     are missing only when something asks for them, and an existing result file does not — so a run
     whose settings changed and whose re-training failed, or whose log was deleted, is re-trained by
     the next plain `snakemake`, never left behind its old results."""
-    return [f"{RUNS}/{e}/seed{s}/{name}" for e, s in runs()
+    return [f"{RUNS}/{e}/seed{s}/{name}" for e, s in runs(paper)
             for name in ("final/model.safetensors", "final/manifest.json", "train/metrics.jsonl")]
+
+
+def upstream_final(wildcards):
+    """The final weights and manifest of the run this one builds on (``upstream:``), or nothing."""
+    up = EXPERIMENTS[wildcards.experiment]["upstream"]
+    if up is None:
+        return []
+    return [f"{RUNS}/{up['experiment']}/seed{up['seed']}/final/{name}" for name in ("model.safetensors", "manifest.json")]
+
+
+def upstream_flag(wildcards, input):
+    return f"--upstream {os.path.dirname(input.upstream[0])}" if input.upstream else ""
+
+
+# Gen. PPL judges: an experiment id of the profile is trained here and exported (rule export_judge);
+# any other entry is a transformers hub name or folder, passed as it is.
+GENPPL = genppl_settings(PROFILE)
+JUDGES = f"{OUT}/judges"
+
+
+def judge_folders():
+    return [f"{JUDGES}/{j}" for j in GENPPL["judges"] if j in EXPERIMENTS]
+
+
+def judge_flags():
+    return " ".join(f"--judge {f'{JUDGES}/{j}' if j in EXPERIMENTS else j}" for j in GENPPL["judges"])
 
 
 def runs_index_json():

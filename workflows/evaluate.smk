@@ -1,6 +1,7 @@
 # Evaluation: perplexity with the oracle floor and the unigram baseline on the same tokens, the
-# embedded downstream tasks through lm-evaluation-harness (evals/harness, evals/tasks), and the
-# codebook usage of ConceptLM runs (evals/codebook.py). An experiment's `evals` picks among them.
+# embedded downstream tasks through lm-evaluation-harness (evals/harness, evals/tasks), the
+# codebook usage of ConceptLM runs (evals/codebook.py), the reconstruction of NCM tokenizers
+# (evals/recon.py) and Gen. PPL of samples (evals/genppl). An experiment's `evals` picks among them.
 
 
 # Evaluations that stream the token files (CLI `eval-ppl`, `eval-codebook`): one rule, the name a wildcard.
@@ -12,7 +13,7 @@ rule evaluate_tokens:
     output:
         f"{RUN}/eval/{{metric}}.json",
     wildcard_constraints:
-        metric="ppl|codebook",
+        metric="ppl|codebook|recon",
     params:
         cli=CLI,
         tokens=folder_of_input("tokens"),
@@ -60,3 +61,61 @@ rule evaluate_harness:
             " {params.task_dir} --out {output.result} --threads {threads}"
         )
 
+
+
+# A judge trained here (genppl.judges names an experiment), exported as a transformers folder so that
+# Gen. PPL loads it as it loads gpt2-large (evals/genppl/export.py). Its first seed's run.
+rule export_judge:
+    input:
+        weights=lambda wildcards: f"{RUNS}/{wildcards.judge}/seed{EXPERIMENTS[wildcards.judge]['seeds'][0]}/final/model.safetensors",
+        manifest=lambda wildcards: f"{RUNS}/{wildcards.judge}/seed{EXPERIMENTS[wildcards.judge]['seeds'][0]}/final/manifest.json",
+        tokenizer=f"{DATA}/tokenizer.json",
+    output:
+        directory(f"{JUDGES}/{{judge}}"),
+    wildcard_constraints:
+        judge="|".join(j for j in GENPPL["judges"] if j in EXPERIMENTS) or "^$",
+    params:
+        python=PYTHON,
+        run_dir=folder_of_input("weights"),
+    log:
+        f"{OUT}/logs/export_judge_{{judge}}.log",
+    conda:
+        ENV
+    shell:
+        logged("{params.python} -m evals.genppl export-judge --run-dir {params.run_dir} --tokenizer {input.tokenizer} --out {output}")
+
+
+# Gen. PPL: sample (NFE and wall time recorded), then score under every judge; genppl_s<N> sets masked
+# diffusion's sampling steps, genppl_k<j> lets NCM complete j real coarse scales, genppl_data scores the
+# test windows themselves (evals/genppl/sample.py). One job per (run, eval name); samples kept beside it.
+rule evaluate_genppl:
+    input:
+        weights=f"{RUN}/final/model.safetensors",
+        manifest=f"{RUN}/final/manifest.json",
+        tokenizer=f"{DATA}/tokenizer.json",
+        tokens=f"{DATA}/tokens/manifest.json",
+        judges=judge_folders(),
+    output:
+        result=f"{RUN}/eval/{{gen}}.json",
+        samples=f"{RUN}/eval/{{gen}}.samples.jsonl",
+    wildcard_constraints:
+        gen=r"genppl(_s[1-9][0-9]*|_k[0-9]+|_data)?",
+    params:
+        python=PYTHON,
+        run_dir=folder_of_input("weights", up=2),
+        judges=judge_flags(),
+        settings=json.dumps({k: v for k, v in GENPPL.items() if k != "judges"}, sort_keys=True),
+        tokens=folder_of_input("tokens"),
+    log:
+        f"{RUN}/logs/eval_{{gen}}.log",
+    threads: 1
+    resources:
+        gpu=1,
+    conda:
+        ENV
+    shell:
+        logged(
+            "{params.python} -m evals.genppl evaluate --run-dir {params.run_dir} --tokenizer {input.tokenizer}"
+            " {params.judges} --settings {params.settings:q} --eval {wildcards.gen} --tokens {params.tokens}"
+            " --out {output.result} --threads {threads}"
+        )

@@ -27,6 +27,10 @@ from common.errors import ReproError
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schemas" / "config.schema.yaml"
 SECTIONS = ("model", "train", "eval")
+PAPERS = ("conceptlm", "ncm", "dlcm")
+DEFAULT_PAPER = "conceptlm"
+# evaluations (an experiment's ``evals``): fixed names, and Gen. PPL at a given number of sampling steps
+EVALS = ("ppl", "embedded", "zeroshot", "lm_ppl", "codebook", "recon", "genppl")
 
 
 class ConfigError(ReproError, ValueError):
@@ -173,6 +177,7 @@ def validate(config, source: str = "config") -> dict:
             _check_semantics(config, exp)
         except ConfigError as e:
             raise ConfigError(str(e) if str(e).startswith(source) else f"{source}: experiments[{exp_id}]: {e}") from None
+    _check_genppl(config, experiments, source)
     _check_corpus(config["corpus"], source)
     return config
 
@@ -251,17 +256,53 @@ def resolve(config: dict, source: str = "config") -> dict[str, dict]:
     for exp_id in entries:
         lineage = chain(exp_id)
         settings = {s: copy.deepcopy(config["defaults"][s]) for s in SECTIONS}
-        evals = ["ppl"]
+        inherited = {"evals": ["ppl"], "paper": DEFAULT_PAPER, "upstream": None}
         for entry in lineage:
             for key, value in entry.get("overrides", {}).items():
                 try:
                     _set_dotted(settings, key, value)
                 except ConfigError as e:
                     raise ConfigError(f"{source}: experiments[{entry['id']}].overrides: {e}") from None
-            evals = entry.get("evals", evals)
+            inherited = {key: entry.get(key, value) for key, value in inherited.items()}
         seeds = entries[exp_id].get("seeds", [0])
-        resolved[exp_id] = {"id": exp_id, **settings, "seeds": list(seeds), "evals": list(evals)}
+        resolved[exp_id] = {"id": exp_id, **settings, "seeds": list(seeds), "evals": list(inherited["evals"]),
+                            "paper": inherited["paper"], "upstream": inherited["upstream"]}
+    for exp in resolved.values():
+        _attach_upstream(exp, resolved, source)
     return resolved
+
+
+def _attach_upstream(exp: dict, resolved: dict, source: str) -> None:
+    """An experiment trained on top of another run (``upstream: <id>``): the upstream's first seed is
+    the run it builds on (one frozen stage-1 model shared by every seed of stage 2, as NCM trains one
+    tokenizer), and the model field the registry names (NCM: ``model.tokenizer``) receives the
+    upstream's model settings. ``exp["upstream"]`` becomes ``{"experiment", "seed"}``."""
+    from models.registry import get_spec
+
+    where = f"{source}: experiments[{exp['id']}]"
+    try:
+        spec = get_spec(exp["model"].get("arch", ""))
+    except ValueError:
+        spec = None  # an unknown arch is reported by the semantic checks
+    up_id = exp["upstream"]
+    if up_id is None:
+        if spec is not None and spec.upstream is not None:
+            raise ConfigError(f"{where}: model.arch={spec.name} trains on top of a {spec.upstream[1]} run; set "
+                              f"upstream: <id of a {spec.upstream[1]} experiment>")
+        return
+    if up_id not in resolved:
+        raise ConfigError(f"{where}: upstream {up_id!r} is not an experiment id; name the {spec.upstream[1] if spec and spec.upstream else 'stage-1'} "
+                          "experiment it builds on")
+    if spec is None or spec.upstream is None:
+        raise ConfigError(f"{where}: upstream: model.arch={exp['model'].get('arch')} does not build on another run; "
+                          "drop upstream (only archs such as ncm take one)")
+    field, arch = spec.upstream
+    upstream = resolved[up_id]
+    if upstream["model"].get("arch") != arch:
+        raise ConfigError(f"{where}: upstream {up_id!r} has model.arch={upstream['model'].get('arch')}; "
+                          f"{spec.name} builds on a {arch} run")
+    exp["model"][field] = copy.deepcopy(upstream["model"])
+    exp["upstream"] = {"experiment": up_id, "seed": upstream["seeds"][0]}
 
 
 def _check_semantics(config: dict, exp: dict) -> None:
@@ -288,6 +329,7 @@ def _check_semantics(config: dict, exp: dict) -> None:
     if chunk is not None and model["seq_len"] % chunk:
         raise ConfigError(f"model.chunk_size={chunk} does not divide model.seq_len={model['seq_len']}; "
                           "choose a chunk size that divides the sequence length")
+    _check_evals(config, exp, spec, typed)
     if "embedded" in exp["evals"] and config["corpus"]["source"] != "synthetic":
         raise ConfigError("evals: embedded tasks are built from the synthetic world, and corpus.source is "
                           f"{config['corpus']['source']}; use zeroshot / lm_ppl (real tasks) instead")
@@ -297,6 +339,65 @@ def _check_semantics(config: dict, exp: dict) -> None:
     if train["batch_size"] % train["micro_batch_size"]:
         raise ConfigError(f"train.batch_size={train['batch_size']} is not a multiple of train.micro_batch_size="
                           f"{train['micro_batch_size']}; make the micro-batch divide the batch")
+
+
+def _check_evals(config: dict, exp: dict, spec, typed) -> None:
+    """Each evaluation applies to the experiment's model: likelihood evals to causal token LMs, recon
+    to NCM tokenizers (and generators, through their frozen tokenizer), Gen. PPL to models that sample."""
+    from evals.genppl.sample import EVAL_NAME, parse_eval, sampler_kind
+    from models.registry import REGISTRY
+
+    arch, evals = spec.name, exp["evals"]
+    for name in ("ppl", "embedded", "zeroshot", "lm_ppl"):
+        if name in evals and arch not in REGISTRY:
+            raise ConfigError(f"evals: {name} scores next-token likelihoods and model.arch={arch} has none; give this "
+                              "experiment evals of its kind (recon for ncm_tokenizer, genppl for ncm and mdlm_*)")
+    if "recon" in evals and arch not in ("ncm_tokenizer", "ncm"):
+        raise ConfigError(f"evals: recon measures an NCM tokenizer's reconstruction and model.arch={arch} has none; "
+                          "drop 'recon' or use arch ncm_tokenizer / ncm")
+    generative = {name: parse_eval(name) for name in evals if EVAL_NAME.match(name)}
+    if not generative:
+        return
+    kind = sampler_kind(spec.build)
+    for name, variant in generative.items():
+        if kind is None and "data" not in variant:
+            raise ConfigError(f"evals: {name} samples from the model and model.arch={arch} has no sampler; drop it "
+                              "(genppl_data, the test windows themselves, applies to any run)")
+        if "steps" in variant and kind != "mdlm":
+            raise ConfigError(f"evals: {name} sets the sampling steps of masked diffusion, and model.arch={arch} "
+                              "samples in a fixed number of calls (NCM: K, autoregressive: L); use genppl")
+        if "scales" in variant:
+            K = getattr(getattr(typed, "tokenizer_config", None), "K", None) if kind == "ncm" else None
+            if K is None or variant["scales"] > K:
+                raise ConfigError(f"evals: {name} completes the first {variant['scales']} scales of real windows: an ncm "
+                                  f"experiment with at least that many scales (model.arch={arch}, K={K})")
+    if "genppl" not in config:
+        raise ConfigError(f"evals: {next(iter(generative))} needs the profile's genppl section (judges, samples, batch_size, "
+                          "temperature; see config/default.yaml)")
+
+
+GENPPL_DEFAULTS = {"judges": [], "samples": 64, "batch_size": 16, "temperature": 1.0, "top_k": None, "top_p": None,
+                   "seed": 0, "judge_batch_size": 8}
+
+
+def genppl_settings(config: dict) -> dict:
+    """The profile's ``genppl`` section with its defaults (``GENPPL_DEFAULTS``) filled in."""
+    return {**GENPPL_DEFAULTS, **config.get("genppl", {})}
+
+
+def _check_genppl(config: dict, experiments: dict, source: str) -> None:
+    """The judges of Gen. PPL: an experiment id of this profile is trained here and exported as a
+    ``transformers`` folder, so it must be a GPT-2 run of the same corpus; any other name is a hub
+    name or a folder, loaded by ``transformers`` at evaluation time."""
+    for judge in config.get("genppl", {}).get("judges", []):
+        if judge in experiments:
+            arch = experiments[judge]["model"].get("arch")
+            if arch != "gpt2":
+                raise ConfigError(f"{source}: genppl.judges: experiment {judge!r} has model.arch={arch}; a judge "
+                                  "trained here is exported to transformers' GPT2LMHeadModel: use a gpt2 experiment")
+            if "genppl" in experiments[judge]["evals"]:
+                raise ConfigError(f"{source}: experiments[{judge}]: the judge cannot be scored by itself; drop genppl "
+                                  "from its evals")
 
 
 def _leaves(tree, prefix: str = ""):
@@ -342,13 +443,21 @@ def explicit_model(model: dict) -> dict:
 
 
 def run_config(config: dict, exp_id: str, seed: int) -> dict:
-    """The full settings of one training run: what its config hash covers."""
+    """The full settings of one training run: what its config hash covers (with ``upstream``: the
+    experiment and seed of the run it builds on)."""
+    from models.registry import get_spec
+
     experiments = resolve(config)
     if exp_id not in experiments:
         raise ConfigError(f"unknown experiment {exp_id!r}; the profile defines {sorted(experiments)}")
     exp = experiments[exp_id]
-    return {"id": exp_id, "seed": seed, "corpus": config["corpus"], "tokenizer": config["tokenizer"],
-            **{s: exp[s] for s in SECTIONS}, "model": explicit_model(exp["model"])}
+    run = {"id": exp_id, "seed": seed, "corpus": config["corpus"], "tokenizer": config["tokenizer"],
+           **{s: exp[s] for s in SECTIONS}, "model": explicit_model(exp["model"])}
+    if exp["upstream"] is not None:  # the stage-1 run this one builds on, and its model with every default
+        field = get_spec(exp["model"]["arch"]).upstream[0]
+        run["model"][field] = explicit_model(exp["model"][field])
+        run["upstream"] = dict(exp["upstream"])
+    return run
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@
 # them, so a forced or changed re-run trains afresh. The training log train/metrics.jsonl is an
 # output the trainer owns (each checkpoint keeps a copy to resume it from), never a Snakemake log:
 # Snakemake erases logs before a job. The job's log is its console, shown on failure.
+# A run with `upstream:` (NCM's generator) takes the upstream run's final/ as input: the DAG trains
+# the tokenizer first, and a re-trained tokenizer re-trains the generator.
 
 
 rule run_config:
@@ -25,6 +27,7 @@ rule pretrain:
         config=f"{RUN}/config.json",
         tokens=f"{DATA}/tokens/manifest.json",
         tokenizer=f"{DATA}/tokenizer.json",
+        upstream=upstream_final,
     output:
         weights=f"{RUN}/final/model.safetensors",
         manifest=f"{RUN}/final/manifest.json",
@@ -33,6 +36,7 @@ rule pretrain:
         cli=CLI,
         tokens=folder_of_input("tokens"),
         run_dir=folder_of_input("config"),
+        upstream=upstream_flag,
     log:
         f"{RUN}/logs/pretrain.log",
     threads: 1
@@ -43,5 +47,5 @@ rule pretrain:
     shell:
         logged(
             "{params.cli} pretrain --config {input.config} --tokens {params.tokens} --tokenizer {input.tokenizer}"
-            " --run-dir {params.run_dir} --threads {threads}"
+            " --run-dir {params.run_dir} {params.upstream} --threads {threads}"
         )

@@ -4,6 +4,10 @@
     python -m evals.genppl export-judge --run-dir results/runs/judge_gpt2/seed0 \\
         --tokenizer results/data/world/tokenizer.json --out results/judges/world_gpt2
 
+    # the DAG's evaluation: sample from a run (NCM, masked diffusion or a token LM), then score
+    python -m evals.genppl evaluate --run-dir results/runs/ncm_s/seed0 --tokenizer results/data/world/tokenizer.json \\
+        --judge results/judges/judge_gpt2_ncm --settings '{"samples": 64, ...}' --out results/runs/ncm_s/seed0/eval/genppl.json
+
     # samples -> result JSON (Gen PPL per judge and their mean, entropy, world acceptance and exact NLL)
     python -m evals.genppl score --samples results/runs/ncm_s/seed0/samples/k12.jsonl \\
         --judge results/judges/world_gpt2 [--judge gpt2-large ...] \\
@@ -26,6 +30,7 @@ import json
 import sys
 
 from common.errors import ReproError
+from evals.genppl.protocol import GenPPLError
 
 
 def parser() -> argparse.ArgumentParser:
@@ -36,6 +41,19 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--run-dir", required=True, help="the judge's run folder (or its final/)")
     e.add_argument("--tokenizer", required=True, help="tokenizer.json of the run's corpus")
     e.add_argument("--out", required=True, help="judge folder to write")
+    g = sub.add_parser("evaluate", help="sample from a run, then score the samples (the DAG's genppl evaluation)")
+    g.add_argument("--run-dir", required=True, help="the generating run (or its final/)")
+    g.add_argument("--tokenizer", required=True, help="the run's tokenizer.json")
+    g.add_argument("--judge", action="append", required=True, help="judge: hub name or transformers folder; repeatable")
+    g.add_argument("--settings", required=True,
+                   help="JSON: the profile's genppl section (samples, batch_size, temperature, top_k, top_p, seed, "
+                        "judge_batch_size)")
+    g.add_argument("--eval", default="genppl",
+                   help="genppl, genppl_s<steps> (masked diffusion), genppl_k<scales> (NCM completing real coarse "
+                        "scales) or genppl_data (the test windows themselves)")
+    g.add_argument("--tokens", help="the run's token folder (needed by genppl_k<j> and genppl_data)")
+    g.add_argument("--out", required=True, help="result JSON; the samples go beside it as <stem>.samples.jsonl")
+    g.add_argument("--threads", type=int, help="torch threads")
     s = sub.add_parser("score", help="Gen PPL, entropy and world quality of a samples file")
     s.add_argument("--samples", required=True, help="samples JSON lines ({'ids': [...], 'text': '...'} per line)")
     s.add_argument("--judge", action="append", required=True,
@@ -71,6 +89,22 @@ def main(argv: list[str] | None = None) -> int:
         if a.threads:
             import torch
             torch.set_num_threads(a.threads)
+        if a.command == "evaluate":
+            from evals.genppl.sample import evaluate_genppl
+
+            try:
+                settings = json.loads(a.settings)
+            except json.JSONDecodeError as e:
+                raise GenPPLError(f"--settings: not JSON ({e}); pass the profile's genppl section as JSON") from e
+            from evals.genppl.sample import parse_eval
+
+            try:
+                variant = parse_eval(a.eval)
+            except ValueError as e:
+                raise GenPPLError(f"--eval: {e}") from e
+            r = evaluate_genppl(a.run_dir, a.tokenizer, a.judge, a.out, settings, variant=variant, tokens_dir=a.tokens)
+            print(json.dumps(r["metrics"], indent=1))
+            return 0
         from evals.genppl.score import score_samples
 
         r = score_samples(a.samples, a.judge, a.model_tokenizer, a.run_dir, a.out, world_settings=a.world_settings,

@@ -43,19 +43,11 @@ def _world_settings(path: str | Path | None, manifest: dict, use_world: bool) ->
     return None, "no --world-settings and the run's corpus is not the synthetic world" if use_world else "--no-world"
 
 
-def score_samples(samples_path: str | Path, judges: list[str], model_tokenizer: str | Path, run_dir: str | Path,
-                  out_path: str | Path, *, world_settings: str | Path | None = None, use_world: bool = True,
-                  boundaries: str = "eot", max_length: int | None = None, batch_size: int = 8,
-                  pad_eos: str = "exclude", max_unknown_rate: float = 1e-3, device: str = "auto",
-                  dtype: str = "float32") -> dict:
-    """Score ``samples_path`` (see ``protocol.read_samples``) and write the result to ``out_path``.
-
-    ``max_length`` defaults to the generating run's ``model.seq_len`` (D: ``model.length``). The world
-    is judged when ``world_settings`` is given, or when the run was trained on the synthetic world
-    (its manifest's corpus block) and ``use_world`` is true."""
+def run_and_tokenizer(run_dir: str | Path, model_tokenizer: str | Path):
+    """(final folder, its manifest, the model tokenizer) of a generating run, given its folder or its
+    ``final/``; a tokenizer other than the one the run was trained with is refused in one line."""
     from evals.harness.checkpoints import read_final_manifest
 
-    t0 = time.perf_counter()
     run_dir = Path(run_dir)
     final = run_dir / "final" if (run_dir / "final" / "manifest.json").is_file() else run_dir
     manifest = read_final_manifest(final)
@@ -64,6 +56,22 @@ def score_samples(samples_path: str | Path, judges: list[str], model_tokenizer: 
     if trained_with and tok.sha256 != trained_with:
         raise GenPPLError(f"--model-tokenizer {model_tokenizer}: not the tokenizer the run in {final} was trained with "
                           f"({str(tok.sha256)[:16]} vs {trained_with[:16]}); pass the tokenizer of the run's corpus")
+    return final, manifest, tok
+
+
+def score_samples(samples_path: str | Path, judges: list[str], model_tokenizer: str | Path, run_dir: str | Path,
+                  out_path: str | Path, *, world_settings: str | Path | None = None, use_world: bool = True,
+                  boundaries: str = "eot", max_length: int | None = None, batch_size: int = 8,
+                  pad_eos: str = "exclude", max_unknown_rate: float = 1e-3, device: str = "auto",
+                  dtype: str = "float32", sampler: dict | None = None) -> dict:
+    """Score ``samples_path`` (see ``protocol.read_samples``) and write the result to ``out_path``.
+
+    ``max_length`` defaults to the generating run's ``model.seq_len`` (D: ``model.length``). The world
+    is judged when ``world_settings`` is given, or when the run was trained on the synthetic world
+    (its manifest's corpus block) and ``use_world`` is true. ``sampler``: ``{"metrics", "details"}`` of
+    the sampling that made the file (``evals.genppl.sample``), stored in the same result."""
+    t0 = time.perf_counter()
+    final, manifest, tok = run_and_tokenizer(run_dir, model_tokenizer)
     samples = read_samples(samples_path, tok)
     settings, settings_source = _world_settings(world_settings, manifest, use_world)
     world = world_config(settings) if settings is not None else None
@@ -86,6 +94,9 @@ def score_samples(samples_path: str | Path, judges: list[str], model_tokenizer: 
         details["world"] = {**q, "settings_from": settings_source}
     else:
         details["world"] = {"skipped": settings_source}
+    if sampler is not None:
+        metrics.update(sampler["metrics"])
+        details["sampler"] = sampler["details"]
     result = result_record(manifest, Path(out_path), metrics, details, t0)
     atomic_write_json(out_path, result)
     return result

@@ -86,11 +86,9 @@ def ncm_profile(tmp_path) -> dict:
             entry["evals"] = [e for e in entry["evals"] if e != "embedded"]
     tok = {"model.arch": "ncm_tokenizer", "model.codebook_size": 64, "model.n_scales": 8,
            "model.length_schedule": "quadratic", "train.loss_weights": {"rec": 1.0, "vq": 1.0}}
-    gen = {"model.arch": "ncm", "model.tokenizer": {"arch": "ncm_tokenizer", "d_model": 64, "n_layer": 4,
-                                                    "n_head": 4, "codebook_size": 64, "n_scales": 8,
-                                                    "length_schedule": "quadratic"},
-           "model.attention": "block_causal", "model.alpha": 0.5, "train.loss_weights": {"gen": 1.0}}
-    config["experiments"] += [{"id": "ncm_tok_t", "overrides": tok}, {"id": "ncm_t", "overrides": gen}]
+    gen = {"model.arch": "ncm", "model.attention": "block_causal", "model.alpha": 0.5, "train.loss_weights": {"gen": 1.0}}
+    config["experiments"] += [{"id": "ncm_tok_t", "overrides": tok, "evals": ["recon"]},
+                              {"id": "ncm_t", "upstream": "ncm_tok_t", "overrides": gen, "evals": ["recon"]}]
     return config
 
 
@@ -107,8 +105,7 @@ def test_profile_with_ncm_experiments_validates_and_writes_every_default(tmp_pat
 @pytest.mark.parametrize("exp,key,value,message", [
     ("ncm_tok_t", "model.n_scales", 300, "model.n_scales=300"),
     ("ncm_tok_t", "model.scale_lengths", [1, 8, 64], "model.scale_lengths"),
-    ("ncm_t", "model.tokenizer", {"arch": "ncm_tokenizer", "d_model": 64, "n_layer": 4, "n_head": 4,
-                                  "seq_len": 128}, "model.tokenizer.seq_len=128"),
+    ("ncm_tok_t", "model.seq_len", 128, "model.tokenizer.seq_len=128"),  # a tokenizer of another L
     ("ncm_tok_t", "train.loss_weights", {"ntp": 1.0}, "train.loss_weights.ntp"),
 ])
 def test_profile_validation_refuses_bad_ncm_settings(tmp_path, exp, key, value, message):

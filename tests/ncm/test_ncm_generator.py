@@ -209,3 +209,17 @@ def test_generator_learns_on_a_fixed_batch():
         loss.backward()
         opt.step()
     assert losses[-1] < 0.5 * losses[0]
+
+
+@pytest.mark.parametrize("attention", ["block_diagonal", "block_causal"])
+def test_segment_attention_equals_the_explicit_mask(attention):
+    """models.blocks.Segments (attention computed block by block, the masked pairs never computed) gives
+    the outputs and gradients of the same blocks under the explicit bool mask."""
+    model = generator(attention=attention).eval()
+    x = model.inputs(model.tokenizer.encode(batch())).requires_grad_()
+    x2 = x.detach().clone().requires_grad_()
+    fast, slow = model.backbone(x, model.mask), model.backbone(x2, model.mask.mask())
+    torch.testing.assert_close(fast, slow, atol=1e-5, rtol=1e-5)
+    g = torch.randn_like(fast)
+    torch.testing.assert_close(torch.autograd.grad(fast, x, g)[0], torch.autograd.grad(slow, x2, g)[0],
+                               atol=1e-5, rtol=1e-5)

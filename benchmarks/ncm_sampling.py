@@ -1,0 +1,268 @@
+"""Wall-clock sampling of NCM against the KV-cached AR model and masked diffusion, one run, side by side.
+
+NCM (arXiv 2610.14162) samples L tokens in K generator calls (one per scale) plus one pass of its
+frozen tokenizer's decoder; the paper reports 21x faster sampling than DUO on an H100. Here three arms
+of the same generator size (``--d-model``, ``--layers``, ``--heads``; the embedded ``s`` size d 64,
+4 layers, 4 heads, vocabulary 2048 by default), batch and machine each produce ``--batch`` sequences
+of L tokens (128 by default) per call:
+
+* ``ncm``: ``models.ncm.sample`` -- K generator calls (``--scales``, 12; exponential length schedule),
+  each on the current scale's positions only, then the tokenizer's decoder and head. The tokenizer
+  (width ``--d-model``, ``--tok-layers`` decoder blocks, ``--codebook`` codes of width ``--d-code``
+  per scale: 4 blocks, 512 codes of 32 as the embedded profile's ``ncm_tok_s``) is not counted in the
+  generator's size (it is the decoder), but its decode is in NCM's sampling time;
+* ``ar``: GPT-2 (``gpt2``) ``TokenLM.generate`` with its KV cache from a one-token prompt
+  (``--prompt-id``, 0 = our BPE's ``<|endoftext|>``, which starts every document), L - 1 new tokens
+  (one prefill call and L - 2 decode calls), no EOS stop;
+* ``mdlm``: the masked-diffusion baseline on GPT-2 blocks (``mdlm_gpt2``) ``MDLM.sample`` with
+  ``--steps`` ancestral steps (L by default) and its caching sampler: a step that unmasks nothing
+  reuses the last network call, so NFE <= steps + 1; the NFE actually made is recorded per batch.
+
+All arms sample at temperature 1 without top-k / top-p, each from its own seeded ``torch.Generator``.
+Protocol (``benchmarks.common``): the arms alternate batch by batch (round-robin, ABCABC...) in one
+process, so machine noise hits all alike; the first ``--warmup`` rounds are discarded; the median and
+inter-quartile range of the seconds per batch of the rest are reported, with samples/s, NFE,
+seconds per NFE, and the speed-ups of NCM over AR and over MDLM (ratios of the medians). The 1-minute
+load average before and after goes into the result (a loaded machine slows every arm, the ratios
+less). Beside each arm: the mean unigram entropy of its timed samples (``evals.genppl.protocol``,
+nats, every id of the L counts, the AR prompt included).
+
+Weights are freshly initialised by default (speed does not depend on training); Gen. PPL of untrained
+models means nothing, so it is only computed for arms loaded from trained runs (``--runs``) and scored
+by a judge (``--judge`` a transformers folder, ``--tokenizer`` the runs' ``tokenizer.json`` to decode
+the ids), with the MDLM/DUO protocol of ``evals.genppl`` (max_length L).
+
+    python -m benchmarks.ncm_sampling [--seq-len 128 --scales 12 --batch 16 --rounds 20 --threads 2]
+    python -m benchmarks.ncm_sampling --runs ncm=results/runs/ncm_s/seed0 ar=results/runs/base_gpt2_s/seed0 \\
+        mdlm=results/runs/mdlm_s/seed0 --judge results/judges/world_gpt2 --tokenizer results/data/world/tokenizer.json
+
+Writes ``results/benchmarks/ncm_sampling.json``. Target (NCM issue): NCM >= 8x faster than AR on CPU.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+from pathlib import Path
+
+import torch
+
+from benchmarks.common import environment, interleaved_step_times
+from common.io import atomic_write_json
+from evals.genppl.protocol import mean_entropy
+from models.registry import build_model
+
+TARGET = 8.0   # NCM / AR sampling speed-up on CPU (the NCM issue)
+PAPER = {"ratio": 21.0, "against": "DUO", "hardware": "H100"}
+ARMS = ("ncm", "ar", "mdlm")
+TEMPERATURE = 1.0
+
+
+def arm_config(name: str, a) -> dict:
+    """The model config (registry dict, without vocab_size / seq_len) of a freshly initialised arm."""
+    shape = {"d_model": a.d_model, "n_layer": a.layers, "n_head": a.heads}
+    if name == "ncm":
+        tokenizer = {"arch": "ncm_tokenizer", "d_model": a.d_model, "n_layer": a.tok_layers or a.layers,
+                     "n_head": a.heads, "n_scales": a.scales, "length_schedule": "exponential",
+                     "codebook_size": a.codebook, "d_code": a.d_code}
+        return {"arch": "ncm", **shape, "tokenizer": tokenizer}
+    return {"arch": "gpt2" if name == "ar" else "mdlm_gpt2", **shape}
+
+
+def final_dir(run: str) -> Path:
+    """A run folder's ``final/`` (or the folder itself when it is one)."""
+    path = Path(run)
+    return path / "final" if (path / "final" / "manifest.json").is_file() else path
+
+
+def load_arm(name: str, run: str, a, device: torch.device) -> tuple[torch.nn.Module, dict]:
+    """(model, info) of an arm loaded from a trained run, checked against the benchmark's L."""
+    from evals.perplexity import load_trained
+
+    final = final_dir(run)
+    model, manifest = load_trained(final, str(device))
+    arch, seq_len = manifest["config"]["model"]["arch"], manifest["config"]["model"]["seq_len"]
+    want = {"ncm": ("ncm",), "ar": ("gpt2", "pythia", "llama"), "mdlm": ("mdlm_gpt2", "mdlm_pythia", "mdlm_llama")}
+    if arch not in want[name]:
+        raise SystemExit(f"--runs {name}={run}: a {arch!r} run, the {name} arm needs one of {list(want[name])}")
+    if (seq_len != a.seq_len) if name == "ncm" else (seq_len < a.seq_len):
+        raise SystemExit(f"--runs {name}={run}: model.seq_len {seq_len} does not fit --seq-len {a.seq_len}; "
+                         f"pass --seq-len {seq_len}" + (" (NCM samples exactly its window)" if name == "ncm" else ""))
+    if manifest["vocab_size"] != a.vocab:
+        raise SystemExit(f"--runs {name}={run}: vocabulary {manifest['vocab_size']}, not --vocab {a.vocab}; "
+                         f"pass --vocab {manifest['vocab_size']}")
+    if name == "ncm" and model.K != a.scales:
+        raise SystemExit(f"--runs ncm={run}: K = {model.K} scales, not --scales {a.scales}; pass --scales {model.K}")
+    return model, {"run": str(final), "model": manifest["config"]["model"],
+                   "tokenizer_sha256": (manifest.get("data") or {}).get("tokenizer_sha256")}
+
+
+def make_sampler(name: str, model: torch.nn.Module, a, device: torch.device, record: list):
+    """A step for ``interleaved_step_times``: one batch of ``a.batch`` samples of L tokens; appends
+    (ids, nfe) to ``record`` (ids stay where they were made, so the step times no transfer)."""
+    from models.ncm import sample as ncm_sample
+
+    generator = torch.Generator(device=device).manual_seed(a.seed + ARMS.index(name))
+    if name == "ncm":
+        def draw():
+            out = ncm_sample(model, a.batch, temperature=TEMPERATURE, generator=generator)
+            return out["ids"], out["nfe"]
+    elif name == "ar":
+        prompt = torch.full((a.batch, 1), a.prompt_id, dtype=torch.long, device=device)
+
+        def draw():
+            return model.generate(prompt, a.seq_len - 1, temperature=TEMPERATURE, generator=generator, use_cache=True)
+    else:
+        def draw():
+            return model.sample(a.batch, a.steps, length=a.seq_len, generator=generator, cache=True)
+
+    def step(_):
+        ids, nfe = draw()
+        record.append((ids, nfe))
+
+    return step
+
+
+def judge_arms(samples: dict[str, list[list[int]]], a) -> dict[str, dict]:
+    """Gen. PPL (``evals.genppl``) of each trained arm's samples under the judge ``a.judge``."""
+    from evals.genppl.protocol import GenPPLError, Protocol, Samples, gen_ppl, load_judge, load_model_tokenizer
+
+    tok = load_model_tokenizer(a.tokenizer)
+    if tok.vocab_size != a.vocab:
+        raise SystemExit(f"--tokenizer {a.tokenizer}: {tok.vocab_size} tokens, the runs have {a.vocab}; pass the runs' "
+                         "tokenizer.json")
+    for name, info in a.loaded.items():
+        if info["tokenizer_sha256"] and tok.sha256 != info["tokenizer_sha256"]:
+            raise SystemExit(f"--tokenizer {a.tokenizer}: not the tokenizer the {name} run was trained with; pass "
+                             "the tokenizer.json of the runs' corpus")
+    judge = load_judge(a.judge, a.device)
+    out = {}
+    for name, ids in samples.items():
+        try:
+            r = gen_ppl(Samples(ids, tok.decode_batch(ids), f"benchmark:{name}"), [judge],
+                        Protocol(max_length=a.seq_len))
+        except GenPPLError as e:
+            raise SystemExit(f"Gen PPL of the {name} arm: {e}") from e
+        out[name] = {"gen_ppl": r["metrics"]["genppl/ppl"], "nll": r["metrics"][f"genppl/nll/{judge.key}"],
+                     "judged_tokens": r["metrics"][f"genppl/tokens/{judge.key}"], "judge": judge.info["name"],
+                     "max_length": a.seq_len}
+    return out
+
+
+def parse_runs(items: list[str] | None, parser) -> dict[str, str]:
+    runs = {}
+    for item in items or []:
+        name, sep, path = item.partition("=")
+        if not sep or name not in ARMS or not path:
+            parser.error(f"--runs {item!r}: give ARM=DIR with ARM one of {list(ARMS)}")
+        runs[name] = path
+    return runs
+
+
+def main(argv=None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seq-len", "-L", type=int, default=128, help="tokens per sample, every arm (NCM's window L)")
+    p.add_argument("--scales", "-K", type=int, default=12, help="NCM scales K (generator calls)")
+    p.add_argument("--d-model", type=int, default=64)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--vocab", type=int, default=2048)
+    p.add_argument("--tok-layers", type=int, help="NCM tokenizer encoder/decoder blocks (default --layers)")
+    p.add_argument("--codebook", type=int, default=512, help="NCM codes per scale (the embedded ncm_tok_s: 512)")
+    p.add_argument("--d-code", type=int, default=32, help="NCM code width (VAR's 32, the embedded ncm_tok_s)")
+    p.add_argument("--steps", type=int, help="MDLM sampling steps (default --seq-len)")
+    p.add_argument("--prompt-id", type=int, default=0, help="the AR arm's one-token prompt (0 = <|endoftext|>)")
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--rounds", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--runs", nargs="+", metavar="ARM=DIR", help="load arms from trained runs (their final/)")
+    p.add_argument("--judge", help="a transformers judge folder: Gen PPL of the arms loaded with --runs")
+    p.add_argument("--tokenizer", help="the runs' tokenizer.json (decodes the ids for the judge)")
+    p.add_argument("--out", default="results/benchmarks/ncm_sampling.json")
+    a = p.parse_args(argv)
+    a.steps = a.steps or a.seq_len
+    runs = parse_runs(a.runs, p)
+    if a.judge and not (runs and a.tokenizer):
+        p.error("--judge needs --runs (Gen PPL of untrained weights means nothing) and --tokenizer (to decode the ids)")
+    if a.rounds < 2:
+        p.error("--rounds must be >= 2 (median and IQR)")
+    device = torch.device(a.device)
+    torch.set_num_threads(a.threads)
+    torch.set_flush_denormal(True)
+
+    models, a.loaded = {}, {}
+    for name in ARMS:
+        if name in runs:
+            models[name], a.loaded[name] = load_arm(name, runs[name], a, device)
+        else:
+            torch.manual_seed(a.seed)
+            models[name] = build_model(arm_config(name, a), vocab_size=a.vocab, seq_len=a.seq_len).to(device).eval()
+    records = {name: [] for name in ARMS}
+    steps = {name: make_sampler(name, models[name], a, device, records[name]) for name in ARMS}
+    load_before = os.getloadavg()[0]
+    times, _ = interleaved_step_times(steps, torch.empty(0, device=device), a.rounds, a.warmup)
+    load_after = os.getloadavg()[0]
+
+    result = {"benchmark": "ncm_sampling",
+              "config": {k: v for k, v in vars(a).items() if k != "loaded"} | {"temperature": TEMPERATURE},
+              "device": str(device), "arms": {}}
+    samples = {}
+    for name in ARMS:
+        timed = records[name][a.warmup:]
+        ids = torch.cat([r[0] for r in timed]).cpu()
+        nfes = [int(r[1]) for r in timed]
+        if ids.shape[1] != a.seq_len:
+            raise RuntimeError(f"the {name} arm returned {ids.shape[1]} tokens per sample, not {a.seq_len}")
+        samples[name] = ids.tolist()
+        q1, med, q3 = statistics.quantiles(times[name], n=4)
+        model = models[name]
+        arm = {"model": a.loaded[name]["model"] if name in a.loaded else arm_config(name, a),
+               "weights": a.loaded[name]["run"] if name in a.loaded else "fresh initialisation (seed %d)" % a.seed,
+               "generator_params": model.num_params(non_embedding=False),
+               "generator_non_embedding_params": model.num_params(),
+               "median_s": med, "iqr_s": [q1, q3], "samples_per_s": a.batch / med,
+               "tokens_per_s": a.batch * a.seq_len / med,
+               "nfe": statistics.median(nfes), "nfe_range": [min(nfes), max(nfes)],
+               "s_per_nfe": med / statistics.median(nfes),
+               "entropy": mean_entropy(samples[name]), "entropy_samples": len(samples[name])}
+        if name == "ncm":
+            arm["tokenizer_params"] = sum(t.numel() for t in model.tokenizer.parameters())
+            arm["scale_lengths"] = list(model.lengths)
+        result["arms"][name] = arm
+    arms = result["arms"]
+    result["speedup"] = {"ncm_over_ar": arms["ar"]["median_s"] / arms["ncm"]["median_s"],
+                         "ncm_over_mdlm": arms["mdlm"]["median_s"] / arms["ncm"]["median_s"],
+                         "mdlm_over_ar": arms["ar"]["median_s"] / arms["mdlm"]["median_s"]}
+    result["target"] = {"ncm_over_ar_min": TARGET, "met": result["speedup"]["ncm_over_ar"] >= TARGET,
+                        "applies_to": "cpu", "paper": PAPER}
+    if a.judge:
+        judged = judge_arms({name: samples[name] for name in a.loaded}, a)
+        for name in ARMS:
+            arms[name]["gen_ppl"] = judged.get(name, {"gen_ppl": None, "why": "fresh weights: not judged"})
+    else:
+        for name in ARMS:
+            arms[name]["gen_ppl"] = {"gen_ppl": None, "why": "Gen PPL needs trained runs: --runs ARM=DIR ... "
+                                                             "--judge FOLDER --tokenizer tokenizer.json"}
+    result["load_avg_1min"] = {"before": load_before, "after": load_after, "cores": os.cpu_count()}
+    result["environment"] = environment(a.threads, device)
+    atomic_write_json(a.out, result)
+
+    for name, r in arms.items():
+        ppl = r["gen_ppl"]["gen_ppl"]
+        print(f"{name:5s} {r['median_s'] * 1e3:8.1f} ms/batch (IQR {r['iqr_s'][0] * 1e3:.1f}-{r['iqr_s'][1] * 1e3:.1f})"
+              f"  {r['samples_per_s']:7.1f} samples/s  NFE {r['nfe']:g} ({r['s_per_nfe'] * 1e3:.2f} ms each)"
+              f"  entropy {r['entropy']:.2f}  Gen PPL {'-' if ppl is None else f'{ppl:.2f}'}"
+              f"  {r['generator_non_embedding_params'] / 1e6:.2f}M params")
+    s = result["speedup"]
+    print(f"NCM over AR {s['ncm_over_ar']:.2f}x, over MDLM {s['ncm_over_mdlm']:.2f}x (MDLM over AR "
+          f"{s['mdlm_over_ar']:.2f}x); target NCM/AR >= {TARGET}x {'met' if result['target']['met'] else 'NOT met'} "
+          f"on {device}, batch {a.batch}, L {a.seq_len}, K {a.scales}, {a.threads} threads")
+    print(f"load average {load_before:.1f} -> {load_after:.1f} on {os.cpu_count()} cores  -> {a.out}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

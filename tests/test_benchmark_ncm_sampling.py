@@ -1,0 +1,97 @@
+"""The NCM sampling benchmark end to end at toy sizes: every arm timed and recorded, NFE as each model
+counts it, speed-ups from the medians; trained runs loaded from their final/ and judged."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+
+from benchmarks import ncm_sampling
+from common.io import sha256_file
+from models.registry import build_model
+
+TINY = ["--seq-len", "16", "--scales", "4", "--d-model", "16", "--layers", "1", "--heads", "4", "--vocab", "24",
+        "--codebook", "8", "--d-code", "8", "--batch", "2", "--rounds", "2", "--warmup", "1", "--threads", "1"]
+
+
+def test_every_arm_timed_with_its_own_nfe_and_ratios_from_medians(tmp_path):
+    out = tmp_path / "ncm_sampling.json"
+    returned = ncm_sampling.main([*TINY, "--out", str(out)])
+    r = json.loads(out.read_text())
+    assert r == json.loads(json.dumps(returned))
+    assert set(r["arms"]) == {"ncm", "ar", "mdlm"}
+    for arm in r["arms"].values():
+        assert arm["median_s"] > 0 and arm["iqr_s"][0] <= arm["median_s"] <= arm["iqr_s"][1]
+        assert arm["samples_per_s"] == pytest.approx(2 / arm["median_s"])
+        assert arm["entropy_samples"] == 2 * 2 and 0 < arm["entropy"] <= torch.log(torch.tensor(16.0)).item() + 1e-9
+        assert arm["gen_ppl"]["gen_ppl"] is None and "trained runs" in arm["gen_ppl"]["why"]
+    arms = r["arms"]
+    # NCM: one generator call per scale
+    assert arms["ncm"]["nfe"] == 4 and arms["ncm"]["nfe_range"] == [4, 4]
+    assert arms["ncm"]["scale_lengths"][-1] == 16 and len(arms["ncm"]["scale_lengths"]) == 4
+    # AR: the count generate itself reports for a one-token prompt and L - 1 new tokens
+    cfg = ncm_sampling.arm_config("ar", type("A", (), {"d_model": 16, "layers": 1, "heads": 4})())
+    ar = build_model(cfg, vocab_size=24, seq_len=16).eval()
+    own = ar.generate(torch.zeros(2, 1, dtype=torch.long), 15, generator=torch.Generator().manual_seed(0)).nfe
+    assert arms["ar"]["nfe"] == own and arms["ar"]["nfe_range"] == [own, own]
+    # MDLM: the caching sampler's own count, at most steps + 1 (steps = L by default)
+    assert 1 <= arms["mdlm"]["nfe_range"][0] <= arms["mdlm"]["nfe"] <= arms["mdlm"]["nfe_range"][1] <= 17
+    s = r["speedup"]
+    assert s["ncm_over_ar"] == arms["ar"]["median_s"] / arms["ncm"]["median_s"]
+    assert s["ncm_over_mdlm"] == arms["mdlm"]["median_s"] / arms["ncm"]["median_s"]
+    assert r["target"]["met"] == (s["ncm_over_ar"] >= ncm_sampling.TARGET)
+    assert r["load_avg_1min"]["before"] >= 0 and r["environment"]["threads"] == 1
+    # the same generator shape for all three arms, the NCM tokenizer outside the generator's count
+    assert {arm["model"]["d_model"] for arm in arms.values()} == {16}
+    assert arms["ncm"]["tokenizer_params"] > 0
+
+
+WORDS = ["<eos>", "the", "cat", "sat", "on", "mat", "a", "dog", "ran", "big", "red", "sun"]
+
+
+def write_run(root, name: str, model_cfg: dict) -> str:
+    """A final/ folder as the trainer writes it (weights, manifest with their sha256), fresh weights."""
+    from trainer.checkpoint import save_weights
+
+    final = root / name / "final"
+    final.mkdir(parents=True)
+    torch.manual_seed(1)
+    save_weights(build_model(model_cfg, vocab_size=len(WORDS), seq_len=16), final / "model.safetensors")
+    (final / "manifest.json").write_text(json.dumps({
+        "config": {"model": {**model_cfg, "seq_len": 16}}, "vocab_size": len(WORDS),
+        "model_sha256": sha256_file(final / "model.safetensors")}))
+    return str(root / name)
+
+
+def test_trained_runs_are_loaded_and_judged(tmp_path):
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(WORDS)}))  # every id decodes to a known word
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.add_special_tokens(["<eos>"])
+    tok.save(str(tmp_path / "tokenizer.json"))
+    torch.manual_seed(0)
+    GPT2LMHeadModel(GPT2Config(vocab_size=len(WORDS), n_positions=32, n_embd=16, n_layer=1, n_head=2,
+                               bos_token_id=0, eos_token_id=0)).save_pretrained(tmp_path / "judge")
+    PreTrainedTokenizerFast(tokenizer_file=str(tmp_path / "tokenizer.json"),
+                            eos_token="<eos>").save_pretrained(tmp_path / "judge")
+    shape = {"d_model": 16, "n_layer": 1, "n_head": 4}
+    ncm_tok = {"arch": "ncm_tokenizer", **shape, "n_scales": 4, "codebook_size": 8, "d_code": 8}
+    runs = {"ncm": write_run(tmp_path, "ncm", {"arch": "ncm", **shape, "tokenizer": ncm_tok}),
+            "ar": write_run(tmp_path, "ar", {"arch": "gpt2", **shape}),
+            "mdlm": write_run(tmp_path, "mdlm", {"arch": "mdlm_gpt2", **shape})}
+    base = [*TINY, "--vocab", str(len(WORDS)), "--out", str(tmp_path / "r.json")]
+    r = ncm_sampling.main([*base, "--runs", *(f"{k}={v}" for k, v in runs.items()), "--judge", str(tmp_path / "judge"),
+                           "--tokenizer", str(tmp_path / "tokenizer.json")])
+    for name, arm in r["arms"].items():
+        assert arm["weights"] == str(tmp_path / name / "final")
+        assert arm["gen_ppl"]["gen_ppl"] > 1 and arm["gen_ppl"]["judged_tokens"] > 0
+    assert r["arms"]["ncm"]["nfe"] == 4
+    with pytest.raises(SystemExit, match="--scales 4"):
+        ncm_sampling.main([*base, "--scales", "3", "--runs", f"ncm={runs['ncm']}"])
+    with pytest.raises(SystemExit):  # the judge needs trained runs
+        ncm_sampling.main([*TINY, "--judge", str(tmp_path / "judge"), "--tokenizer", str(tmp_path / "tokenizer.json")])

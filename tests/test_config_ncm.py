@@ -1,0 +1,97 @@
+"""Profile keys of the NCM pipeline: paper tags, upstream runs, generative evaluations, Gen. PPL judges.
+Every bad value is one line naming the key and the fix, before any job runs."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from workflows.experiments import ConfigError, genppl_settings, resolve, run_config, validate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def profile() -> dict:
+    return yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
+
+
+def _entry(config: dict, exp_id: str) -> dict:
+    return next(e for e in config["experiments"] if e["id"] == exp_id)
+
+
+def _error(config) -> str:
+    with pytest.raises(ConfigError) as e:
+        validate(config, "p.yaml")
+    message = str(e.value)
+    assert "\n" not in message and message.startswith("p.yaml")
+    return message
+
+
+def test_upstream_fills_the_generator_tokenizer_and_is_in_the_run_config(profile):
+    exps = resolve(profile)
+    ncm, tok = exps["ncm_s"], exps["ncm_tok_s"]
+    assert ncm["upstream"] == {"experiment": "ncm_tok_s", "seed": tok["seeds"][0]}
+    assert ncm["model"]["tokenizer"] == tok["model"]  # the stage-1 model settings, as the profile resolves them
+    assert exps["ncm_blockcausal_s"]["upstream"]["experiment"] == "ncm_tok_s"  # inherited from its base
+    run = run_config(profile, "ncm_s", 0)
+    assert run["upstream"] == {"experiment": "ncm_tok_s", "seed": 0}
+    assert run["model"]["tokenizer"]["n_scales"] == 12 and run["model"]["tokenizer"]["d_code"] == 32  # defaults explicit
+    # a change of the tokenizer's settings changes the generator's run config (its hash: Snakemake re-runs it)
+    _entry(profile, "ncm_tok_s")["overrides"]["model.codebook_size"] = 256
+    assert run_config(profile, "ncm_s", 0)["model"]["tokenizer"]["codebook_size"] == 256
+    assert "upstream" not in run_config(profile, "base_gpt2_s", 0)
+
+
+def test_paper_tags_are_inherited_and_default_to_conceptlm(profile):
+    exps = resolve(profile)
+    assert exps["base_gpt2_s"]["paper"] == "conceptlm"
+    assert {exps[e]["paper"] for e in ("ncm_tok_s", "ncm_s", "ncm_blockcausal_s", "mdlm_s", "judge_gpt2_ncm")} == {"ncm"}
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda c: _entry(c, "ncm_s").pop("upstream"), "model.arch=ncm trains on top of a ncm_tokenizer run; set upstream"),
+    (lambda c: _entry(c, "ncm_s").update(upstream="nope"), "upstream 'nope' is not an experiment id"),
+    (lambda c: _entry(c, "ncm_s").update(upstream="base_gpt2_s"), "upstream 'base_gpt2_s' has model.arch=gpt2"),
+    (lambda c: _entry(c, "base_gpt2_s").update(upstream="ncm_tok_s"), "does not build on another run; drop upstream"),
+    (lambda c: _entry(c, "ncm_tok_s")["overrides"].update({"model.seq_len": 64}),
+     "model.tokenizer.seq_len=64 but model.seq_len=128"),
+    (lambda c: _entry(c, "ncm_tok_s")["overrides"].update({"model.scale_lengths": [1, 4, 2, 128], "model.n_scales": 4}),
+     "not strictly increasing"),
+    (lambda c: _entry(c, "ncm_tok_s")["overrides"].update({"model.scale_lengths": [1, 4, 64]}), "ends at 64"),
+    (lambda c: _entry(c, "ncm_tok_s")["overrides"].update({"model.n_scales": 129}), "n_scales"),
+    (lambda c: _entry(c, "ncm_s").update(evals=["ppl"]), "evals: ppl scores next-token likelihoods"),
+    (lambda c: _entry(c, "base_gpt2_s").update(evals=["recon"]), "evals: recon measures an NCM tokenizer"),
+    (lambda c: _entry(c, "ncm_s").update(evals=["genppl_s8"]), "genppl_s8 sets the sampling steps of masked diffusion"),
+    (lambda c: _entry(c, "ncm_tok_s").update(evals=["genppl"]), "ncm_tokenizer has no sampler"),
+    (lambda c: c.pop("genppl"), "needs the profile's genppl section"),
+    (lambda c: c["genppl"].update(judges=["ncm_s"]), "genppl.judges: experiment 'ncm_s' has model.arch=ncm"),
+    (lambda c: _entry(c, "judge_gpt2_ncm").update(evals=["ppl", "genppl"]), "the judge cannot be scored by itself"),
+    (lambda c: _entry(c, "ncm_s").update(paper="nmc"), "paper"),
+    (lambda c: _entry(c, "mdlm_s").update(evals=["genppl_s0"]), "evals"),
+    (lambda c: _entry(c, "ar_gpt2_ncm_s").update(evals=["genppl_k3"]), "genppl_k3 completes the first 3 scales"),
+    (lambda c: _entry(c, "ncm_s").update(evals=["genppl_k13"]), "K=12"),
+    (lambda c: _entry(c, "ncm_s").update(evals=["genppl_x"]), "evals"),
+    (lambda c: c["genppl"].update(temperature=-1), "temperature"),
+])
+def test_bad_ncm_settings_are_one_line_errors(profile, change, expected):
+    change(profile)
+    assert expected in _error(profile)
+
+
+def test_genppl_settings_fill_defaults(profile):
+    s = genppl_settings(profile)
+    assert s["judges"] == ["judge_gpt2_ncm"] and s["samples"] == 64 and s["top_p"] is None and s["judge_batch_size"] == 8
+
+
+def test_diagnostic_variants_validate(profile):
+    _entry(profile, "ncm_s")["evals"] = ["genppl", "genppl_k0", "genppl_k6", "genppl_k12"]
+    _entry(profile, "ncm_tok_s")["evals"] = ["recon", "genppl_data"]  # the data row: any run of the right L
+    validate(profile, "p.yaml")
+
+
+def test_hub_judges_need_no_experiment(profile):
+    profile["genppl"]["judges"] = ["gpt2-large", "judge_gpt2_ncm"]
+    validate(profile, "p.yaml")

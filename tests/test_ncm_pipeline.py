@@ -1,0 +1,124 @@
+"""NCM through Snakemake, as a user runs it (`snakemake ncm`): the tokenizer run first, the generator
+on top of it (upstream), the AR and masked-diffusion baselines, the judge exported to transformers,
+Gen. PPL of each sampler with its NFE, the tokenizer's reconstruction; a re-trained tokenizer
+re-trains the generator; per-paper targets select their paper's runs only."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.test_workflow import ROOT, snakemake
+
+L, K = 16, 4
+
+
+def ncm_profile() -> dict:
+    config = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
+    config["profile"] = "micro"
+    config["corpus"]["synthetic"] = {"train_docs": 300, "valid_docs": 20, "test_docs": 20}
+    config["tokenizer"]["vocab_size"] = 400
+    config["defaults"]["model"].update(seq_len=L, d_model=32, n_layer=1, n_head=2)
+    config["defaults"]["train"].update(steps=30, batch_size=8, micro_batch_size=8, warmup_steps=3,
+                                       log_interval=10, eval_interval=30, checkpoint_interval=30)
+    config["genppl"] = {"judges": ["judge"], "samples": 6, "batch_size": 4, "temperature": 1.0, "seed": 0}
+    ncm = {"paper": "ncm", "overrides": {"model.seq_len": L}}
+    config["experiments"] = [
+        {"id": "base_s", "evals": ["ppl"]},  # a ConceptLM row: not in `snakemake ncm`
+        {"id": "tok", **ncm, "overrides": {"model.arch": "ncm_tokenizer", "model.n_scales": K, "model.codebook_size": 32,
+                                           "model.seq_len": L, "train.loss_weights": {"rec": 1.0, "vq": 1.0}},
+         "evals": ["recon", "genppl_data"]},
+        {"id": "gen", **ncm, "upstream": "tok", "overrides": {"model.arch": "ncm", "model.seq_len": L,
+                                                             "train.loss_weights": {"gen": 1.0}},
+         "evals": ["recon", "genppl", "genppl_k2", "genppl_k4"]},
+        {"id": "ar", **ncm, "evals": ["genppl"]},
+        {"id": "mdlm", "base": "ar", "overrides": {"model.arch": "mdlm_gpt2", "train.loss_weights": {"nelbo": 1.0}},
+         "evals": ["genppl_s4", "genppl_s8"]},
+        {"id": "judge", "base": "ar", "overrides": {"model.d_model": 48}, "evals": ["ppl"]},
+    ]
+    return config
+
+
+def runs(workdir: Path, exp: str) -> Path:
+    return workdir / f"results/micro/runs/{exp}/seed0"
+
+
+def result(workdir: Path, exp: str, name: str) -> dict:
+    return json.loads((runs(workdir, exp) / "eval" / f"{name}.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    workdir = tmp_path_factory.mktemp("ncm")
+    (workdir / "micro.yaml").write_text(yaml.safe_dump(ncm_profile()))
+    run = snakemake(workdir, "--cores", "2", "ncm")
+    assert run.returncode == 0, run.stderr[-3000:]
+    return workdir
+
+
+@pytest.mark.slow
+def test_ncm_target_trains_the_generator_on_its_tokenizer_run(workdir):
+    assert not runs(workdir, "base_s").exists()  # another paper's run: not part of `snakemake ncm`
+    tok = json.loads((runs(workdir, "tok") / "final" / "manifest.json").read_text())
+    gen = json.loads((runs(workdir, "gen") / "final" / "manifest.json").read_text())
+    assert gen["upstream"] == {"experiment": "tok", "seed": 0, "model_sha256": tok["model_sha256"]}
+    assert gen["config"]["model"]["tokenizer"]["n_scales"] == K
+    recon_tok, recon_gen = result(workdir, "tok", "recon"), result(workdir, "gen", "recon")
+    # the generator carries the frozen tokenizer: the same reconstruction
+    assert recon_tok["metrics"]["test/token_acc"] == recon_gen["metrics"]["test/token_acc"]
+    assert (workdir / "results/micro/judges/judge/config.json").is_file()
+
+
+@pytest.mark.slow
+def test_each_sampler_records_its_network_calls_and_gen_ppl(workdir):
+    gen, ar = result(workdir, "gen", "genppl")["metrics"], result(workdir, "ar", "genppl")["metrics"]
+    assert gen["samples/nfe"] == K  # one generator call per scale
+    assert ar["samples/nfe"] == L - 1  # a one-token prompt, L - 1 tokens, one call each (KV cache)
+    assert 1 <= result(workdir, "mdlm", "genppl_s4")["metrics"]["samples/nfe"] <= 4 + 1  # + the final denoising call
+    for metrics in (gen, ar):
+        assert metrics["genppl/ppl"] > 1 and metrics["samples/n"] == 6 and metrics["samples/time_s"] > 0
+        assert "world/sample_accept_rate" in metrics and "world/prefix_accept_rate" in metrics  # None: nothing judged
+    samples = (runs(workdir, "gen") / "eval" / "genppl.samples.jsonl").read_text().splitlines()
+    assert len(samples) == 6 and all(len(json.loads(line)["ids"]) == L for line in samples)
+
+
+def _ids(workdir: Path, exp: str, name: str) -> list[list[int]]:
+    lines = (runs(workdir, exp) / "eval" / f"{name}.samples.jsonl").read_text().splitlines()
+    return [json.loads(line)["ids"] for line in lines]
+
+
+@pytest.mark.slow
+def test_diagnostic_variants_isolate_the_generator_from_the_tokenizer(workdir):
+    """genppl_data scores the test windows; genppl_k<j> completes j real scales: K of them is the
+    tokenizer's reconstruction of those windows, made without a generator call (block-diagonal)."""
+    import numpy as np
+    import torch
+
+    from evals.perplexity import load_trained
+
+    data = _ids(workdir, "tok", "genppl_data")
+    tokens = np.fromfile(workdir / "results/micro/data/world/tokens/test.bin", dtype=np.uint16)
+    assert data == tokens[:6 * L].astype(np.int64).reshape(6, L).tolist()
+    assert result(workdir, "tok", "genppl_data")["metrics"]["samples/nfe"] == 0
+    tok, _ = load_trained(runs(workdir, "tok") / "final", "cpu")
+    with torch.no_grad():
+        recon = tok.tokens(tok.decode(tok.cumulative(tok.encode(torch.tensor(data)), K))).tolist()
+    assert _ids(workdir, "gen", f"genppl_k{K}") == recon
+    assert [result(workdir, "gen", f"genppl_k{j}")["metrics"]["samples/nfe"] for j in (2, K)] == [K - 2, 0]
+
+
+@pytest.mark.slow
+def test_retrained_tokenizer_retrains_the_generator(workdir):
+    config = ncm_profile()
+    config["experiments"][1]["overrides"]["train.steps"] = 31
+    (workdir / "changed.yaml").write_text(yaml.safe_dump(config))
+    from tests.test_workflow import SNAKEMAKE
+    run = subprocess.run(SNAKEMAKE + ["-d", str(workdir), "--configfile", str(workdir / "changed.yaml"), "-n", "ncm"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    planned = {line.split("experiment=")[1].split(",")[0] for line in run.stdout.splitlines()
+               if "wildcards:" in line and "experiment=" in line}
+    assert {"tok", "gen"} <= planned and not planned & {"ar", "mdlm", "judge"}
