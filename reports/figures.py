@@ -94,10 +94,12 @@ def _finish(figure, axes, spec: dict, plotted: int, gaps: str) -> bool:
         pyplot().close(figure)
         return False
     axes.set(xlabel=spec["x"]["label"], ylabel=spec["y"]["label"], title=spec["title"][:70])
-    if spec.get("log_x"):
-        axes.set_xscale("log")
-    if spec.get("log_y"):
-        axes.set_yscale("log")
+    from matplotlib.ticker import NullFormatter
+
+    for log, axis in (("log_x", axes.xaxis), ("log_y", axes.yaxis)):
+        if spec.get(log):
+            axes.set_xscale("log") if axis is axes.xaxis else axes.set_yscale("log")
+            axis.set_minor_formatter(NullFormatter())  # minor labels of a short log range overlap
     axes.legend(fontsize=7)
     return True
 

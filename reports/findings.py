@@ -106,27 +106,32 @@ def collect(tables: Path) -> Findings | None:
     return Findings(_lead(index), judged, proxies)
 
 
-HEADLINE = ("embedded", "foundation")  # our own table of every embedded run (tables/specs/embedded/)
-HEADLINE_COLUMNS = ("test PPL", "PPL ÷ oracle")
+# Our own tables of the embedded runs (tables/specs/embedded/) quoted under the findings: (table, columns)
+HEADLINES = {"foundation": ("test PPL", "PPL ÷ oracle"),
+             "ncm": ("Gen PPL", "entropy H", "NFE", "prefixes accepted")}
+INTRO = {"foundation": "Every embedded run", "ncm": "Every embedded NCM sampler and diagnostic"}
 
 
-def headline(tables: Path) -> str:
-    """The test PPL of every embedded run as the embedded table shows it (mean ± std, n), Markdown;
+def headline(tables: Path, table: str = "foundation") -> str:
+    """The columns ``HEADLINES[table]`` of an embedded table as it is printed (mean ± std, n), Markdown;
     empty when that table was not built."""
-    path = tables / HEADLINE[0] / f"{HEADLINE[1]}.json"
+    path = tables / "embedded" / f"{table}.json"
     if not path.exists():
         return ""
     printed = json.loads(path.read_text())["printed"]
-    keep = [i for i, label in enumerate(printed["header"]) if i == 0 or label in HEADLINE_COLUMNS]
+    keep = [i for i, label in enumerate(printed["header"]) if i == 0 or label in HEADLINES[table]]
     rows = [[row[i] for i in keep] for row in printed["rows"] if any(row[i] != "—" for i in keep[1:])]
+    if not rows:
+        return ""
     grid = ["| " + " | ".join(printed["header"][i] or "run" for i in keep) + " |", "|" + "---|" * len(keep)]
-    return (f"Every embedded run ({HEADLINE[0]}/{HEADLINE[1]}.md; mean ± std over seeds, n):\n\n"
+    return (f"{INTRO[table]} (embedded/{table}.md; mean ± std over seeds, n):\n\n"
             + "\n".join(grid + ["| " + " | ".join(row) + " |" for row in rows]) + "\n")
 
 
 def findings_markdown(findings: Findings | None, tables: Path, compact: bool = False) -> str:
     """The findings as Markdown: the lead, one bullet per judged group, then the proxies apart (with
-    ``compact``, their count only: the README), then the embedded runs' test PPL."""
+    ``compact``, their count only: the README), then the embedded runs' test PPL and the NCM samplers'
+    Gen. PPL (``HEADLINES``)."""
     if findings is None:
         return (f"The tables were not built ({tables / 'index.json'} is missing): run "
                 f"`python -m tables build --out {tables}` first.\n")
@@ -140,8 +145,8 @@ def findings_markdown(findings: Findings | None, tables: Path, compact: bool = F
                   "neither agreement nor disagreement; the report lists them.", ""]
     elif findings.proxies:
         lines += [PROXY_NOTE, ""] + [f"- {finding.text}" for finding in findings.proxies] + [""]
-    table = headline(tables)
-    return "\n".join(lines) + ("\n" + table if table else "")
+    quoted = [text for text in (headline(tables, table) for table in HEADLINES) if text]
+    return "\n".join(lines) + "".join("\n" + text for text in quoted)
 
 
 def untraceable(text: str, reference: str) -> list[str]:

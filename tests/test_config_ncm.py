@@ -92,6 +92,11 @@ def test_diagnostic_variants_validate(profile):
     validate(profile, "p.yaml")
 
 
+def test_a_judge_folder_that_is_not_a_transformers_model_is_refused(profile, tmp_path):
+    profile["genppl"]["judges"] = [str(tmp_path)]
+    assert "is a folder without config.json" in _error(profile)
+
+
 def test_hub_judges_need_no_experiment(profile):
     profile["genppl"]["judges"] = ["gpt2-large", "judge_gpt2_ncm"]
     validate(profile, "p.yaml")

@@ -390,6 +390,10 @@ def _check_genppl(config: dict, experiments: dict, source: str) -> None:
     ``transformers`` folder, so it must be a GPT-2 run of the same corpus; any other name is a hub
     name or a folder, loaded by ``transformers`` at evaluation time."""
     for judge in config.get("genppl", {}).get("judges", []):
+        folder = Path(judge).expanduser()
+        if judge not in experiments and folder.is_dir() and not (folder / "config.json").is_file():
+            raise ConfigError(f"{source}: genppl.judges: {judge} is a folder without config.json, not a transformers "
+                              "model; give a causal LM folder, a hub name (gpt2-large) or a gpt2 experiment id")
         if judge in experiments:
             arch = experiments[judge]["model"].get("arch")
             if arch != "gpt2":
