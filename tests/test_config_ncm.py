@@ -57,7 +57,15 @@ def test_paper_tags_are_inherited_and_default_to_conceptlm(profile):
     (lambda c: _entry(c, "ncm_s").update(upstream="base_gpt2_s"), "upstream 'base_gpt2_s' has model.arch=gpt2"),
     (lambda c: _entry(c, "base_gpt2_s").update(upstream="ncm_tok_s"), "does not build on another run; drop upstream"),
     (lambda c: _entry(c, "ncm_tok_s")["overrides"].update({"model.seq_len": 64}),
-     "model.tokenizer.seq_len=64 but model.seq_len=128"),
+     "upstream 'ncm_tok_s' has model.seq_len=64 and this experiment 128"),
+    (lambda c: _entry(c, "ncm_s")["overrides"].update({"model.tokenizer": {"arch": "ncm_tokenizer"}}),
+     "drop the model.tokenizer override"),
+    (lambda c: c["genppl"].update(temperature=0.9), "masked diffusion samples at temperature 1"),
+    (lambda c: c["genppl"].update(top_k=5), "masked diffusion samples at temperature 1"),
+    (lambda c: c["genppl"].update(temperature=0), "temperature"),
+    (lambda c: c["genppl"].pop("judges"), "needs genppl.judges"),
+    (lambda c: _entry(c, "judge_gpt2_ncm")["overrides"].update({"model.activation": "swiglu"}),
+     "has model.activation=swiglu"),
     (lambda c: _entry(c, "ncm_tok_s")["overrides"].update({"model.scale_lengths": [1, 4, 2, 128], "model.n_scales": 4}),
      "not strictly increasing"),
     (lambda c: _entry(c, "ncm_tok_s")["overrides"].update({"model.scale_lengths": [1, 4, 64]}), "ends at 64"),
@@ -95,6 +103,20 @@ def test_diagnostic_variants_validate(profile):
 def test_a_judge_folder_that_is_not_a_transformers_model_is_refused(profile, tmp_path):
     profile["genppl"]["judges"] = [str(tmp_path)]
     assert "is a folder without config.json" in _error(profile)
+
+
+def test_top_p_one_is_no_truncation_for_masked_diffusion(profile):
+    profile["genppl"]["top_p"] = 1.0
+    validate(profile, "p.yaml")
+
+
+def test_sweeps_fill_placeholders_in_upstream(profile):
+    profile["experiments"] += [
+        {"id": "tok_k{model.n_scales}", "base": "ncm_tok_s", "sweep": {"model.n_scales": [6, 8]}},
+        {"id": "gen_k{model.alpha}", "base": "ncm_s", "upstream": "tok_k{model.alpha}",
+         "sweep": {"model.alpha": [6, 8]}, "evals": ["genppl"]}]
+    exps = resolve(validate(profile, "p.yaml"))
+    assert exps["gen_k8"]["upstream"]["experiment"] == "tok_k8" and exps["gen_k8"]["model"]["tokenizer"]["n_scales"] == 8
 
 
 def test_hub_judges_need_no_experiment(profile):

@@ -122,3 +122,32 @@ def test_retrained_tokenizer_retrains_the_generator(workdir):
     planned = {line.split("experiment=")[1].split(",")[0] for line in run.stdout.splitlines()
                if "wildcards:" in line and "experiment=" in line}
     assert {"tok", "gen"} <= planned and not planned & {"ar", "mdlm", "judge"}
+
+
+@pytest.mark.slow
+def test_evaluate_cli_fills_defaults_and_refuses_what_the_model_cannot_do(workdir, tmp_path):
+    """The CLI the rule runs: a partial --settings gets the profile defaults; steps on an AR run, a missing
+    judge (before any sampling: no samples file) and temperature on masked diffusion are one-line errors."""
+    import sys
+
+    def evaluate(exp, *args, name="ok"):
+        out = tmp_path / f"{exp}_{name}.json"
+        run = subprocess.run([sys.executable, "-m", "evals.genppl", "evaluate", "--run-dir", str(runs(workdir, exp)),
+                              "--tokenizer", str(workdir / "results/micro/data/world/tokenizer.json"),
+                              "--tokens", str(workdir / "results/micro/data/world/tokens"), "--out", str(out), *args],
+                             capture_output=True, text=True, timeout=300, env={**__import__("os").environ,
+                                                                              "HF_HUB_OFFLINE": "1"})
+        return run, out
+
+    judge = ["--judge", str(workdir / "results/micro/judges/judge")]
+    run, out = evaluate("ar", *judge, "--settings", '{"samples": 2}')
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads(out.read_text())["metrics"]["samples/n"] == 2
+    for n, (exp, args, message) in enumerate((
+            ("ar", [*judge, "--eval", "genppl_s7"], "sampling steps are masked diffusion's"),
+            ("ar", ["--judge", "no-such-judge-offline"], "no-such-judge-offline"),
+            ("mdlm", [*judge, "--settings", '{"temperature": 0.5}', "--eval", "genppl_s4"],
+             "masked diffusion samples at temperature 1"))):
+        run, out = evaluate(exp, *args, *([] if "--settings" in args else ["--settings", "{}"]), name=f"bad{n}")
+        assert run.returncode == 2 and message in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr
+        assert not out.with_name(f"{out.stem}.samples.jsonl").exists()  # refused before any sample was drawn

@@ -226,6 +226,9 @@ def expand_sweeps(entries: list[dict], source: str = "config") -> list[dict]:
             if not _ID.match(exp_id):
                 raise ConfigError(f"{where}: sweep gives the id {exp_id!r}; ids use a-z, 0-9, '_', '.', '-'")
             rest = {k: v for k, v in entry.items() if k not in ("id", "sweep", "overrides")}
+            if "upstream" in rest:  # a generator per swept tokenizer: upstream: tok_{model.n_scales}
+                rest["upstream"] = _PLACEHOLDER.sub(lambda m: str(values[m[1]]).lower() if m[1] in values else m[0],
+                                                    rest["upstream"])
             out.append({**rest, "id": exp_id, "overrides": {**entry.get("overrides", {}), **values}})
     return out
 
@@ -301,6 +304,13 @@ def _attach_upstream(exp: dict, resolved: dict, source: str) -> None:
     if upstream["model"].get("arch") != arch:
         raise ConfigError(f"{where}: upstream {up_id!r} has model.arch={upstream['model'].get('arch')}; "
                           f"{spec.name} builds on a {arch} run")
+    if exp["model"].get(field) is not None:
+        raise ConfigError(f"{where}: model.{field} is set, and upstream {up_id!r} fills it with that run's model "
+                          f"settings; drop the model.{field} override")
+    if upstream["model"].get("seq_len") != exp["model"].get("seq_len"):
+        raise ConfigError(f"{where}: upstream {up_id!r} has model.seq_len={upstream['model'].get('seq_len')} and this "
+                          f"experiment {exp['model'].get('seq_len')}; give both the same window (model.seq_len) or "
+                          "build on another upstream")
     exp["model"][field] = copy.deepcopy(upstream["model"])
     exp["upstream"] = {"experiment": up_id, "seed": upstream["seeds"][0]}
 
@@ -344,7 +354,7 @@ def _check_semantics(config: dict, exp: dict) -> None:
 def _check_evals(config: dict, exp: dict, spec, typed) -> None:
     """Each evaluation applies to the experiment's model: likelihood evals to causal token LMs, recon
     to NCM tokenizers (and generators, through their frozen tokenizer), Gen. PPL to models that sample."""
-    from evals.genppl.sample import EVAL_NAME, parse_eval, sampler_kind
+    from evals.genppl.sample import EVAL_NAME, parse_eval, sampler_kind, truncates
     from models.registry import REGISTRY
 
     arch, evals = spec.name, exp["evals"]
@@ -371,18 +381,24 @@ def _check_evals(config: dict, exp: dict, spec, typed) -> None:
             if K is None or variant["scales"] > K:
                 raise ConfigError(f"evals: {name} completes the first {variant['scales']} scales of real windows: an ncm "
                                   f"experiment with at least that many scales (model.arch={arch}, K={K})")
+    settings = genppl_settings(config)
+    if kind == "mdlm" and truncates(settings) and any("data" not in v for v in generative.values()):
+        raise ConfigError(f"evals: {next(iter(generative))}: masked diffusion samples at temperature 1 without top-k / "
+                          f"top-p (MDLM / DUO), and genppl sets temperature {settings['temperature']}, top_k "
+                          f"{settings['top_k']}, top_p {settings['top_p']}; use 1.0 / null / null")
+    if "genppl" in config and not settings["judges"]:
+        raise ConfigError(f"evals: {next(iter(generative))} needs genppl.judges: an experiment id of this profile "
+                          "(a gpt2 run) or a transformers name / folder such as gpt2-large")
     if "genppl" not in config:
         raise ConfigError(f"evals: {next(iter(generative))} needs the profile's genppl section (judges, samples, batch_size, "
                           "temperature; see config/default.yaml)")
 
 
-GENPPL_DEFAULTS = {"judges": [], "samples": 64, "batch_size": 16, "temperature": 1.0, "top_k": None, "top_p": None,
-                   "seed": 0, "judge_batch_size": 8}
-
-
 def genppl_settings(config: dict) -> dict:
-    """The profile's ``genppl`` section with its defaults (``GENPPL_DEFAULTS``) filled in."""
-    return {**GENPPL_DEFAULTS, **config.get("genppl", {})}
+    """The profile's ``genppl`` section with its defaults filled in (``evals.genppl.sample.SETTINGS_DEFAULTS``)."""
+    from evals.genppl.sample import with_defaults
+
+    return with_defaults(config.get("genppl", {}))
 
 
 def _check_genppl(config: dict, experiments: dict, source: str) -> None:
@@ -395,10 +411,16 @@ def _check_genppl(config: dict, experiments: dict, source: str) -> None:
             raise ConfigError(f"{source}: genppl.judges: {judge} is a folder without config.json, not a transformers "
                               "model; give a causal LM folder, a hub name (gpt2-large) or a gpt2 experiment id")
         if judge in experiments:
-            arch = experiments[judge]["model"].get("arch")
-            if arch != "gpt2":
-                raise ConfigError(f"{source}: genppl.judges: experiment {judge!r} has model.arch={arch}; a judge "
-                                  "trained here is exported to transformers' GPT2LMHeadModel: use a gpt2 experiment")
+            model = experiments[judge]["model"]
+            gpt2 = {"arch": "gpt2", "positional": "learned", "parallel_residual": False, "bias": True,
+                    "activation": "gelu_tanh", "norm": "layernorm"}
+            other = {key: model[key] for key, value in gpt2.items() if key in model and model[key] != value}
+            if model.get("n_kv_head") not in (None, model.get("n_head")):
+                other["n_kv_head"] = model["n_kv_head"]
+            if other:
+                key = next(iter(other))
+                raise ConfigError(f"{source}: genppl.judges: experiment {judge!r} has model.{key}={other[key]}; a judge "
+                                  "trained here is exported to transformers' GPT2LMHeadModel: use a plain gpt2 experiment")
             if "genppl" in experiments[judge]["evals"]:
                 raise ConfigError(f"{source}: experiments[{judge}]: the judge cannot be scored by itself; drop genppl "
                                   "from its evals")

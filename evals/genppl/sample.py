@@ -36,7 +36,23 @@ from pathlib import Path
 import torch
 
 from common.io import atomic_write_text
-from evals.genppl.protocol import GenPPLError
+from evals.genppl.protocol import GenPPLError, load_judge
+
+
+# The profile's ``genppl`` section: its defaults (every key the sampler and the scorer read)
+SETTINGS_DEFAULTS = {"judges": [], "samples": 64, "batch_size": 16, "temperature": 1.0, "top_k": None, "top_p": None,
+                     "seed": 0, "judge_batch_size": 8}
+
+
+def with_defaults(settings: dict) -> dict:
+    """``settings`` (a profile's ``genppl`` section, or part of it) with ``SETTINGS_DEFAULTS`` filled in."""
+    return {**SETTINGS_DEFAULTS, **settings}
+
+
+def truncates(settings: dict) -> bool:
+    """Whether the sampler settings change the model's distribution (temperature other than 1, top-k,
+    top-p below 1): what masked diffusion's sampler does not support."""
+    return settings["temperature"] != 1.0 or bool(settings["top_k"]) or (settings["top_p"] or 1.0) < 1.0
 
 
 EVAL_NAME = re.compile(r"^genppl(?:_s(?P<steps>[1-9][0-9]*)|_k(?P<scales>[0-9]+)|_(?P<data>data))?$")
@@ -90,9 +106,12 @@ def draw_samples(model, n: int, settings: dict, eot_id: int, steps: int | None =
     kind = sampler_kind(type(model))
     if kind is None:
         raise GenPPLError(f"{type(model).__name__} has no sampler; Gen. PPL applies to ncm, mdlm_* and token LMs")
-    if kind == "mdlm" and (settings["temperature"] != 1.0 or settings["top_k"] or settings["top_p"]):
+    if kind == "mdlm" and truncates(settings):
         raise GenPPLError("genppl: masked diffusion samples at temperature 1 without top-k / top-p (MDLM / DUO); "
                           "set genppl.temperature: 1.0, top_k: null, top_p: null")
+    if steps is not None and kind != "mdlm":
+        raise GenPPLError(f"genppl_s{steps}: sampling steps are masked diffusion's; a {kind} model samples in a fixed "
+                          "number of calls: use genppl")
     if kind == "mdlm" and steps is None:
         steps = model.cfg.seq_len
     device = next(model.parameters()).device
@@ -157,8 +176,12 @@ def evaluate_genppl(final_dir: Path, tokenizer_path: Path, judges: list[str], ou
     eot = tok.encode_batch([tok.eos_text])[0] if tok.eos_text else []
     if len(eot) != 1:
         raise GenPPLError(f"{tokenizer_path}: no single end-of-text token; the samplers start documents with it")
+    settings = with_defaults(settings)
     model, _ = load_trained(final_dir, device)
     device = next(model.parameters()).device
+    loaded = [load_judge(j, str(device), "float32") for j in judges]  # a missing judge fails before any sampling
+    if not loaded:
+        raise GenPPLError("no judge given; pass --judge NAME_OR_FOLDER at least once (the profile's genppl.judges)")
     variant = variant or {}
     fixed, given = _diagnostic(model, variant, tokens_dir, manifest, final_dir, settings["samples"])
     if fixed is not None:  # the data row: the test windows themselves
@@ -170,11 +193,11 @@ def evaluate_genppl(final_dir: Path, tokenizer_path: Path, judges: list[str], ou
     atomic_write_text(samples_path, "".join(json.dumps({"ids": row, "text": text}) + "\n"
                                             for row, text in zip(ids, tok.decode_batch(ids))))
     n = len(ids)
-    sampler = {"metrics": {"samples/nfe": drawn["nfe"], "samples/time_s": drawn["time_s"],
+    sampler = {"metrics": {"model/params": manifest["non_embedding_params"], "samples/nfe": drawn["nfe"], "samples/time_s": drawn["time_s"],
                            "samples/time_per_sample_s": drawn["time_s"] / n, "samples/batch_size": settings["batch_size"],
                            "samples/steps": drawn["steps"] or drawn["nfe"]},
                "details": {"kind": drawn["kind"], "variant": variant, "samples_file": samples_path.name,
                            "device": str(device),
                            "threads": torch.get_num_threads(), **{k: settings[k] for k in sorted(settings)}}}
     return score_samples(samples_path, judges, tokenizer_path, final_dir, out_path, batch_size=settings["judge_batch_size"],
-                         device=str(device), sampler=sampler)
+                         device=str(device), sampler=sampler, loaded_judges=loaded)

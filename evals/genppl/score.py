@@ -63,13 +63,14 @@ def score_samples(samples_path: str | Path, judges: list[str], model_tokenizer: 
                   out_path: str | Path, *, world_settings: str | Path | None = None, use_world: bool = True,
                   boundaries: str = "eot", max_length: int | None = None, batch_size: int = 8,
                   pad_eos: str = "exclude", max_unknown_rate: float = 1e-3, device: str = "auto",
-                  dtype: str = "float32", sampler: dict | None = None) -> dict:
+                  dtype: str = "float32", sampler: dict | None = None, loaded_judges: list | None = None) -> dict:
     """Score ``samples_path`` (see ``protocol.read_samples``) and write the result to ``out_path``.
 
     ``max_length`` defaults to the generating run's ``model.seq_len`` (D: ``model.length``). The world
     is judged when ``world_settings`` is given, or when the run was trained on the synthetic world
     (its manifest's corpus block) and ``use_world`` is true. ``sampler``: ``{"metrics", "details"}`` of
-    the sampling that made the file (``evals.genppl.sample``), stored in the same result."""
+    the sampling that made the file (``evals.genppl.sample``), stored in the same result;
+    ``loaded_judges``: the ``judges`` already loaded (``load_judge``), so a caller can check them first."""
     t0 = time.perf_counter()
     final, manifest, tok = run_and_tokenizer(run_dir, model_tokenizer)
     samples = read_samples(samples_path, tok)
@@ -79,7 +80,7 @@ def score_samples(samples_path: str | Path, judges: list[str], model_tokenizer: 
     protocol = Protocol(max_length=int(max_length or manifest["config"]["model"]["seq_len"]), batch_size=batch_size,
                         pad_eos=pad_eos, max_unknown_rate=max_unknown_rate, dtype=dtype)
     device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
-    loaded = [load_judge(j, device, dtype) for j in judges]
+    loaded = loaded_judges if loaded_judges is not None else [load_judge(j, device, dtype) for j in judges]
     if not loaded:
         raise GenPPLError("no judge given; pass --judge NAME_OR_FOLDER at least once")
     r = gen_ppl(samples, loaded, protocol)  # checks every judge's tokenizer on the samples before scoring
