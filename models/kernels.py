@@ -6,8 +6,8 @@ _linear_pointwise``, the op Inductor's CPU linears use) takes about half the tim
 0.12 ms against 0.25 ms, 2048x256 @ 256x64 0.15 against 0.33 ms. ``Linear`` is ``nn.Linear`` (same
 parameters, same state dict) whose forward and input gradient go through oneDNN; the weight
 gradient ``g.T @ x`` stays with MKL (its operands are transposed views, which oneDNN would copy
-first). Anywhere else (GPU, half precision, torch.compile tracing, builds without oneDNN) it is
-``F.linear``. Values equal ``F.linear`` to float rounding (``tests/test_models.py``).
+first). Below ``ONEDNN_MIN_ROWS`` rows (decoding) and anywhere else (GPU, half precision,
+torch.compile tracing, builds without oneDNN) it is ``F.linear``. Values equal ``F.linear`` to float rounding (``tests/test_models.py``).
 ``benchmarks/train_throughput.py`` measures the whole step.
 """
 from __future__ import annotations
@@ -76,8 +76,16 @@ class _LinearGelu(torch.autograd.Function):
         return *_Linear.backward_from(ctx, grad_pre, x, weight, bias is not None), None
 
 
+# Rows below which MKL's addmm is used: oneDNN's call costs ~13 us whatever the size (d 64 -> 192 on 2
+# cores: 1 row 2.6 vs 13.3 us, 16 rows 5.7 vs 14.4, 64 rows 12.1 vs 16.9, 256 rows 34.9 vs 27.0), which
+# matters where decoding feeds a row per sequence per call (KV-cached generation). Kept low (a batch of
+# 32 decoded sequences) so that evaluation batches, which hold whole windows, all take one kernel.
+ONEDNN_MIN_ROWS = 32
+
+
 def _use_onednn(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> bool:
-    return onednn(x) and weight.dtype == torch.float32 and (bias is None or bias.dtype == torch.float32)
+    return (onednn(x) and weight.dtype == torch.float32 and (bias is None or bias.dtype == torch.float32)
+            and x.numel() >= ONEDNN_MIN_ROWS * x.shape[-1])
 
 
 def _needs_grad(*tensors: torch.Tensor | None) -> bool:

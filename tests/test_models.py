@@ -78,16 +78,23 @@ def test_fused_linear_cross_entropy_equals_autograd():
 
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("frozen", [False, True])
-def test_onednn_linear_equals_f_linear(bias, frozen):
-    """models.kernels.Linear (oneDNN forward and input gradient on CPU fp32) gives F.linear's value and
-    gradients for a 3-D input, with and without bias, with a frozen weight, and without autograd."""
+def test_onednn_linear_equals_f_linear(bias, frozen, monkeypatch):
+    """models.kernels.Linear (oneDNN forward and input gradient on CPU fp32, from ONEDNN_MIN_ROWS rows)
+    gives F.linear's value and gradients for a 3-D input, with and without bias, with a frozen weight,
+    and without autograd; fewer rows (decoding) take F.linear."""
     from models import kernels
 
     assert kernels._ONEDNN_LINEAR is not None or not torch.backends.mkldnn.is_available()
+    calls = []
+    if kernels._ONEDNN_LINEAR is not None:
+        real = kernels._ONEDNN_LINEAR
+        monkeypatch.setattr(kernels, "_ONEDNN_LINEAR", lambda *a: calls.append(a[0].shape) or real(*a))
     torch.manual_seed(0)
     layer = kernels.Linear(48, 80, bias=bias)
     layer.weight.requires_grad_(not frozen)
-    x = torch.randn(3, 37, 48, requires_grad=True)
+    layer(torch.randn(2, 5, 48))
+    assert calls == []  # 10 rows: below ONEDNN_MIN_ROWS (32)
+    x = torch.randn(3, 50, 48, requires_grad=True)
     x2 = x.detach().clone().requires_grad_()
     out, ref = layer(x), F.linear(x2, layer.weight, layer.bias)
     torch.testing.assert_close(out, ref)
@@ -99,6 +106,7 @@ def test_onednn_linear_equals_f_linear(bias, frozen):
         torch.testing.assert_close(a, b)
     with torch.no_grad():
         torch.testing.assert_close(layer(x), ref)
+    assert calls or kernels._ONEDNN_LINEAR is None  # 150 rows: the oneDNN path ran
 
 
 @pytest.mark.parametrize("approximate", ["tanh", "none"])
@@ -109,7 +117,7 @@ def test_onednn_linear_gelu_equals_f_gelu(approximate):
 
     torch.manual_seed(0)
     w, b = (0.2 * torch.randn(96, 32)).requires_grad_(), torch.randn(96).requires_grad_()
-    x = torch.randn(2, 29, 32, requires_grad=True)
+    x = torch.randn(2, 80, 32, requires_grad=True)  # 160 rows: the oneDNN path (ONEDNN_MIN_ROWS)
     out, ref = linear_gelu(x, w, b, approximate), F.gelu(F.linear(x, w, b), approximate=approximate)
     torch.testing.assert_close(out, ref)
     g = torch.randn_like(out)
