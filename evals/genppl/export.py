@@ -8,7 +8,9 @@ it exactly as it loads a hub judge: ``AutoModelForCausalLM.from_pretrained(folde
 The folder holds ``config.json`` + ``model.safetensors`` (``models.hf_gpt2.to_hf_gpt2``: a
 ``GPT2LMHeadModel``; bos = eos = pad = ``<|endoftext|>``), the tokenizer files (our BPE
 ``tokenizer.json`` wrapped as a ``PreTrainedTokenizerFast``: eos = pad = ``<|endoftext|>``, no unknown
-token — byte-level BPE encodes any text —, ``model_max_length`` = the run's ``seq_len``) and
+token — byte-level BPE encodes any text —, ``model_max_length`` = the run's ``seq_len``; a run on a
+pretrained tokenizer (``tokenizer.kind: pretrained``, e.g. config/small.yaml's GPT-NeoX) exports that
+tokenizer as it is, pad = its EOS) and
 ``judge_manifest.json`` (where it came from: experiment, seed, checkpoint and tokenizer sha256, and the
 largest logit difference between the export and our model, measured before the folder is written).
 It is written to a temporary folder and renamed into place.
@@ -28,6 +30,26 @@ from evals.genppl.protocol import EOT, GenPPLError
 PARITY_TOL = 1e-4  # largest |logit difference| accepted between the export and our model (fp32)
 
 
+def _judge_tokenizer(tok_cfg: dict, tokenizer_path: Path, max_length: int):
+    """The judge's ``transformers`` tokenizer: our BPE ``tokenizer.json`` wrapped (eos = pad =
+    ``<|endoftext|>``), or the run's pretrained tokenizer itself (by name or folder, as the run loaded
+    it; pad = its EOS)."""
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    if tok_cfg["kind"] == "bpe":
+        return PreTrainedTokenizerFast(tokenizer_file=str(tokenizer_path), bos_token=EOT, eos_token=EOT, pad_token=EOT,
+                                       model_max_length=max_length)
+    from corpora.tokenization import PRETRAINED
+
+    name = PRETRAINED.get(tok_cfg["name"], tok_cfg["name"])
+    hf_tok = AutoTokenizer.from_pretrained(name)
+    if hf_tok.eos_token is None:
+        raise GenPPLError(f"tokenizer {name!r} has no end-of-text token; a judge needs one (the EOS mask)")
+    hf_tok.pad_token = hf_tok.pad_token or hf_tok.eos_token
+    hf_tok.model_max_length = max_length
+    return hf_tok
+
+
 def _final_dir(run_dir: Path) -> Path:
     run_dir = Path(run_dir)
     return run_dir / "final" if (run_dir / "final" / "manifest.json").is_file() else run_dir
@@ -37,7 +59,7 @@ def _final_dir(run_dir: Path) -> Path:
 def export_judge(run_dir: str | Path, tokenizer_path: str | Path, out_dir: str | Path) -> Path:
     """Write the judge folder ``out_dir`` from the run in ``run_dir`` (or its ``final/``); returns ``out_dir``."""
     import transformers
-    from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from evals.harness.checkpoints import load_for_eval, read_final_manifest
     from models.hf_gpt2 import to_hf_gpt2
@@ -66,8 +88,9 @@ def export_judge(run_dir: str | Path, tokenizer_path: str | Path, out_dir: str |
         transformers.utils.logging.disable_progress_bar()
         try:
             hf_model.save_pretrained(tmp)
-            PreTrainedTokenizerFast(tokenizer_file=str(tokenizer_path), bos_token=EOT, eos_token=EOT, pad_token=EOT,
-                                    model_max_length=info["max_length"]).save_pretrained(tmp)
+            hf_tok = _judge_tokenizer(info["manifest"]["config"].get("tokenizer", {"kind": "bpe"}), tokenizer_path,
+                                      info["max_length"])
+            hf_tok.save_pretrained(tmp)
             loaded = AutoModelForCausalLM.from_pretrained(tmp).eval()
             loaded_tok = AutoTokenizer.from_pretrained(tmp)
         finally:
@@ -75,8 +98,8 @@ def export_judge(run_dir: str | Path, tokenizer_path: str | Path, out_dir: str |
         probe = torch.randint(0, model.cfg.vocab_size, (2, min(16, model.cfg.seq_len)),
                               generator=torch.Generator().manual_seed(0))
         diff = float((loaded(probe).logits - model(probe)["logits"]).abs().max())
-        text = "Once upon a time" + EOT
-        if diff > PARITY_TOL or loaded_tok(text)["input_ids"] != tok.encode_batch([text])[0]:
+        text = "Once upon a time" + loaded_tok.eos_token
+        if diff > PARITY_TOL or loaded_tok(text, add_special_tokens=False)["input_ids"] != tok.encode_batch([text])[0]:
             raise GenPPLError(f"{final}: the exported judge does not reproduce the run (max |logit difference| "
                               f"{diff:.3g}, tolerance {PARITY_TOL}, or the tokenizer encodes differently); report a bug")
         atomic_write_json(tmp / "judge_manifest.json", {

@@ -107,3 +107,27 @@ def test_score_end_to_end_with_the_exported_judge(judge_run, exported, tmp_path)
         r = json.loads(out.read_text())
         assert "skipped" in r["details"]["world"] and not any(k.startswith("world/") for k in r["metrics"])
         assert r["details"]["protocol"]["max_length"] == 32  # the run's model.seq_len
+
+
+def test_a_run_on_a_pretrained_tokenizer_exports_that_tokenizer(judge_run, tmp_path):
+    """A judge trained on a pretrained tokenizer (config/small.yaml) exports the tokenizer the run loaded:
+    here a local transformers folder holding the same BPE, named as tokenizer.name."""
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    from evals.genppl.export import export_judge
+    from evals.genppl.protocol import EOT
+
+    folder = tmp_path / "local_tok"
+    PreTrainedTokenizerFast(tokenizer_file=str(judge_run["tokenizer"]), eos_token=EOT).save_pretrained(folder)
+    final = tmp_path / "run" / "final"
+    shutil.copytree(judge_run["final"], final)
+    manifest = json.loads((final / "manifest.json").read_text())
+    manifest["config"]["tokenizer"] = {"kind": "pretrained", "name": str(folder)}
+    manifest["data"]["tokenizer_sha256"] = f"pretrained:{folder}"
+    (final / "manifest.json").write_text(json.dumps(manifest))
+    stub = tmp_path / "tokenizer.json"  # what the tokenizer rule writes for a pretrained tokenizer
+    stub.write_text(json.dumps({"pretrained": str(folder), "vocab_size": manifest["vocab_size"]}))
+    out = export_judge(final.parent, stub, tmp_path / "judge")
+    hf_tok = AutoTokenizer.from_pretrained(out, local_files_only=True)
+    assert hf_tok.eos_token == EOT and hf_tok.pad_token == EOT and hf_tok.model_max_length == 32
+    assert json.loads((out / "judge_manifest.json").read_text())["tokenizer_sha256"] == f"pretrained:{folder}"
