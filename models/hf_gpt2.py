@@ -60,6 +60,22 @@ def from_hf_gpt2(hf_model, seq_len: int | None = None) -> TokenLM:
     return model
 
 
+# What GPT2LMHeadModel can hold (besides one key/value head per head): learned positions, sequential
+# residual, biases, gelu_new, LayerNorm.
+GPT2_CONVENTIONS = {"positional": "learned", "parallel_residual": False, "bias": True, "activation": "gelu_tanh",
+                    "norm": "layernorm"}
+
+
+def gpt2_mismatch(cfg) -> tuple[str, object] | None:
+    """(field, value) of the first setting of a token LM config that GPT2LMHeadModel cannot hold, or None."""
+    for key, value in GPT2_CONVENTIONS.items():
+        if getattr(cfg, key) != value:
+            return key, getattr(cfg, key)
+    if cfg.n_kv_head not in (None, cfg.n_head):
+        return "n_kv_head", cfg.n_kv_head
+    return None
+
+
 @torch.no_grad()
 def to_hf_gpt2(model: TokenLM, **config_kwargs):
     """A ``GPT2LMHeadModel`` with our weights (for lm-eval's ``hf`` backend and parity checks)."""
@@ -68,11 +84,11 @@ def to_hf_gpt2(model: TokenLM, **config_kwargs):
     cfg = model.cfg
     if type(model) is not TokenLM:  # a concept family's extra modules have no place in GPT2LMHeadModel
         raise ValueError(f"only token LMs export to GPT-2, not {type(model).__name__}: its extra modules would be lost")
-    if cfg.positional != "learned" or cfg.parallel_residual or not cfg.bias:
-        raise ValueError("only GPT-2-style models (learned positions, sequential residual, biases) export to GPT-2")
-    if cfg.activation != "gelu_tanh" or cfg.norm != "layernorm" or cfg.n_kv_head not in (None, cfg.n_head):
-        raise ValueError(f"GPT-2 has gelu_new, LayerNorm and one key/value head per head; this model has "
-                         f"{cfg.activation}, {cfg.norm}, n_kv_head={cfg.n_kv_head}: it does not export to GPT-2")
+    mismatch = gpt2_mismatch(cfg)
+    if mismatch is not None:
+        raise ValueError(f"GPT2LMHeadModel has {', '.join(f'{k} {v}' for k, v in GPT2_CONVENTIONS.items())} and one "
+                         f"key/value head per head; this model has model.{mismatch[0]}={mismatch[1]}: it does not "
+                         "export to GPT-2")
     hf_cfg = GPT2Config(vocab_size=cfg.vocab_size, n_positions=cfg.seq_len, n_embd=cfg.d_model,
                         n_layer=cfg.n_layer, n_head=cfg.n_head, n_inner=cfg.mlp_hidden or cfg.mlp_ratio * cfg.d_model,
                         layer_norm_epsilon=cfg.norm_eps, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,

@@ -54,9 +54,10 @@ from torch import nn
 
 from models.blocks import KVCache, Segments, init_weights, make_norm
 from models.losses import linear_cross_entropy
-from models.token_lm import draw
 from models.ncm_tokenizer import (NCMTokenizer, NCMTokenizerConfig, NCMTransformerFields, block_flops,
                                   make_ncm_block)
+from models.token_lm import filter_logits as token_filter_logits
+from models.token_lm import sample_next
 
 ATTENTION = ("block_diagonal", "block_causal")
 
@@ -257,29 +258,19 @@ class NCM(nn.Module):
 
 
 def filter_logits(logits: torch.Tensor, top_k: int | None, top_p: float | None) -> torch.Tensor:
-    """Logits (..., V) with everything outside the top ``top_k`` and outside the smallest set of
-    probability >= ``top_p`` (the most likely code always kept) set to -inf; top-k first (VAR)."""
-    if top_k is not None and 0 < top_k < logits.shape[-1]:
-        kth = logits.topk(top_k, dim=-1).values[..., -1:]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    if top_p is not None and 0.0 < top_p < 1.0:
-        sorted_logits, order = logits.sort(-1, descending=True)
-        probs = sorted_logits.softmax(-1)
-        drop = probs.cumsum(-1) - probs >= top_p  # the mass before a code already reaches top_p
-        logits = logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
-    return logits
+    """Logits (..., V) with everything outside the top ``top_k`` and outside the nucleus ``top_p`` at -inf
+    (top-k first, as VAR): the token samplers' filter (``models.token_lm.filter_logits``), in float64."""
+    return token_filter_logits(logits, 1.0, top_k, top_p)
 
 
 def sample_codes(logits: torch.Tensor, temperature: float, top_k: int | None, top_p: float | None,
                  generator: torch.Generator | None) -> torch.Tensor:
-    """Codes (B, l) drawn from logits (B, l, V) in float64; temperature 0 = argmax."""
-    if temperature == 0:
-        return logits.argmax(-1)
-    logits = filter_logits(logits.double() / temperature, top_k, top_p)
-    probs = logits.softmax(-1)
-    if generator is not None:  # draw where the generator lives: the same codes on every device
-        probs = probs.to(generator.device)
-    return draw(probs, generator).to(logits.device)
+    """Codes (B, l) drawn from logits (B, l, V) as the token samplers draw (``models.token_lm.sample_next``:
+    float64, temperature then top-k then top-p, a draw by inversion; temperature 0 = argmax), on the
+    generator's device: the same codes on every device."""
+    if generator is not None:
+        return sample_next(logits.to(generator.device), temperature, top_k, top_p, generator).to(logits.device)
+    return sample_next(logits, temperature, top_k, top_p, generator)
 
 
 @torch.no_grad()

@@ -411,16 +411,17 @@ def _check_genppl(config: dict, experiments: dict, source: str) -> None:
             raise ConfigError(f"{source}: genppl.judges: {judge} is a folder without config.json, not a transformers "
                               "model; give a causal LM folder, a hub name (gpt2-large) or a gpt2 experiment id")
         if judge in experiments:
+            from models.hf_gpt2 import gpt2_mismatch
+            from models.registry import model_config
+
             model = experiments[judge]["model"]
-            gpt2 = {"arch": "gpt2", "positional": "learned", "parallel_residual": False, "bias": True,
-                    "activation": "gelu_tanh", "norm": "layernorm"}
-            other = {key: model[key] for key, value in gpt2.items() if key in model and model[key] != value}
-            if model.get("n_kv_head") not in (None, model.get("n_head")):
-                other["n_kv_head"] = model["n_kv_head"]
-            if other:
-                key = next(iter(other))
-                raise ConfigError(f"{source}: genppl.judges: experiment {judge!r} has model.{key}={other[key]}; a judge "
-                                  "trained here is exported to transformers' GPT2LMHeadModel: use a plain gpt2 experiment")
+            mismatch = ("arch", model.get("arch")) if model.get("arch") != "gpt2" else gpt2_mismatch(
+                model_config({k: v for k, v in model.items() if k != "seq_len"}, vocab_size=257,
+                             seq_len=model["seq_len"])[1])
+            if mismatch is not None:
+                raise ConfigError(f"{source}: genppl.judges: experiment {judge!r} has model.{mismatch[0]}={mismatch[1]}; a "
+                                  "judge trained here is exported to transformers' GPT2LMHeadModel: use a plain gpt2 "
+                                  "experiment")
             if "genppl" in experiments[judge]["evals"]:
                 raise ConfigError(f"{source}: experiments[{judge}]: the judge cannot be scored by itself; drop genppl "
                                   "from its evals")

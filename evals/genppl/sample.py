@@ -120,8 +120,8 @@ def draw_samples(model, n: int, settings: dict, eot_id: int, steps: int | None =
     ids, nfe, elapsed = [], 0, 0.0
     for start in range(0, n, settings["batch_size"]):
         t0 = time.perf_counter()
-        rows = slice(start, start + settings["batch_size"])
-        batch, calls = _batch(model, kind, len(range(n)[rows]), steps, settings, generator, eot_id,
+        rows = slice(start, min(start + settings["batch_size"], n))
+        batch, calls = _batch(model, kind, rows.stop - rows.start, steps, settings, generator, eot_id,
                               None if given is None else [c[rows].to(device) for c in given])
         if device.type == "cuda":
             torch.cuda.synchronize()

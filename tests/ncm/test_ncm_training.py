@@ -61,3 +61,45 @@ def test_tokenizer_then_generator_through_the_trainer(tiny_data, run_cfg, tmp_pa
     windows = gather_windows(valid, np.arange(16) * 32, 32)[0]
     acc = reconstruction_accuracy(tokenizer, windows)  # 40 steps: near the unigram; rising is test_ncm_tokenizer's
     assert sorted(acc) == [1, 2, 3, 4] and all(0 < a < 1 for a in acc.values())
+
+
+def test_generator_resumes_exactly_on_its_upstream_and_never_on_another(tiny_data, run_cfg, tmp_path, capsys):
+    """A generator run bound to its tokenizer run (``upstream``): interrupted and resumed on the same
+    tokenizer weights it ends with the weights of an uninterrupted run; its checkpoint is set aside
+    (ckpt.stale) once the tokenizer weights change; a run config with upstream needs --upstream."""
+    import shutil
+
+    from common.errors import ReproError
+    from safetensors.torch import load_file, save_file
+
+    tok_cfg = json.loads(json.dumps(run_cfg))
+    tok_cfg["model"] = {**TOK, "seq_len": run_cfg["model"]["seq_len"]}
+    tok_cfg["train"].update(steps=8, loss_weights={"rec": 1.0, "vq": 1.0})
+    Trainer(tok_cfg, tiny_data["tokens"], tmp_path / "tok").run()
+    gen_cfg = json.loads(json.dumps(run_cfg))
+    gen_cfg["model"] = {"arch": "ncm", "seq_len": run_cfg["model"]["seq_len"], "d_model": 32, "n_layer": 1,
+                        "n_head": 2, "tokenizer": tok_cfg["model"]}
+    gen_cfg["upstream"] = {"experiment": "tok", "seed": 0}
+    gen_cfg["train"].update(steps=8, checkpoint_interval=4, loss_weights={"gen": 1.0})
+    upstream = tmp_path / "tok" / "final"
+
+    def gen(name, up=upstream):
+        return Trainer(gen_cfg, tiny_data["tokens"], tmp_path / name, upstream=up)
+
+    with pytest.raises(ReproError, match="pass its final/ folder as --upstream"):
+        gen("none", None)
+    reference = gen("ref").run()
+    assert gen("cut").run(stop_after=4) is None
+    assert gen("cut").run()["model_sha256"] == reference["model_sha256"]  # resumed at step 4, exactly
+    assert reference["upstream"]["model_sha256"] and reference["upstream"]["experiment"] == "tok"
+
+    assert gen("moved").run(stop_after=4) is None
+    other = tmp_path / "tok2" / "final"
+    shutil.copytree(upstream, other)
+    weights = load_file(str(other / "model.safetensors"))
+    save_file({k: v + 0.01 if v.is_floating_point() else v for k, v in weights.items()}, str(other / "model.safetensors"))
+    (other / "manifest.json").unlink()  # only the weights differ from the first tokenizer run
+    capsys.readouterr()
+    gen("moved", other).run()
+    assert (tmp_path / "moved" / "ckpt.stale").is_dir()
+    assert "belong to another run (upstream.model_sha256" in capsys.readouterr().out
