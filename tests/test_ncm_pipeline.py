@@ -151,3 +151,44 @@ def test_evaluate_cli_fills_defaults_and_refuses_what_the_model_cannot_do(workdi
         run, out = evaluate(exp, *args, *([] if "--settings" in args else ["--settings", "{}"]), name=f"bad{n}")
         assert run.returncode == 2 and message in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr
         assert not out.with_name(f"{out.stem}.samples.jsonl").exists()  # refused before any sample was drawn
+
+
+@pytest.mark.slow
+def test_killed_generator_resumes_through_snakemake_to_the_uninterrupted_weights(workdir, tmp_path):
+    """`snakemake` on a generator killed with SIGKILL mid-run (after its step-20 checkpoint), then re-run as a
+    user re-runs it: it resumes on the same upstream tokenizer and ends with the weights of an uninterrupted run."""
+    import os
+    import shutil
+
+    from tests.test_workflow import SNAKEMAKE
+
+    config = ncm_profile()
+    config["experiments"][2]["overrides"]["train.checkpoint_interval"] = 10  # gen: a new run, the tokenizer kept
+    target = "results/micro/runs/gen/seed0/final/model.safetensors"
+
+    def run(folder: Path, kill_after: int | None = None):
+        env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+        env.pop("REPRO_SIGKILL_AFTER_STEP", None)
+        if kill_after is not None:
+            env["REPRO_SIGKILL_AFTER_STEP"] = str(kill_after)
+        return subprocess.run(SNAKEMAKE + ["-d", str(folder), "--configfile", str(folder / "changed.yaml"), "--cores",
+                                           "2", target], capture_output=True, text=True, env=env, timeout=600)
+
+    copies = {}
+    for name in ("killed", "reference"):
+        copies[name] = tmp_path / name
+        shutil.copytree(workdir, copies[name], symlinks=True)
+        (copies[name] / "changed.yaml").write_text(yaml.safe_dump(config))
+    assert run(copies["killed"], kill_after=20).returncode != 0
+    assert not (copies["killed"] / target).exists()
+    resumed = run(copies["killed"])
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming at step 20" in (copies["killed"] / "results/micro/runs/gen/seed0/logs/pretrain.log").read_text()
+    reference = run(copies["reference"])
+    assert reference.returncode == 0, reference.stderr[-3000:]
+    sha = [json.loads((copies[name] / "results/micro/runs/gen/seed0/final/manifest.json").read_text())["model_sha256"]
+           for name in ("killed", "reference")]
+    assert sha[0] == sha[1]
+    tok = [json.loads((folder / "results/micro/runs/tok/seed0/final/manifest.json").read_text())["model_sha256"]
+           for folder in (workdir, copies["killed"])]
+    assert tok[0] == tok[1]  # the upstream tokenizer was kept, not retrained
