@@ -122,8 +122,12 @@ def write_corpus(corpus_cfg: dict, out_dir: Path) -> dict:
         docs = hf_documents(corpus_cfg["hf"])
     elif source == "local":
         docs = local_documents(corpus_cfg["local"])
+    elif source in ("pairs", "sudoku"):
+        from corpora.pairs import pair_documents, sudoku_documents
+
+        docs = (pair_documents if source == "pairs" else sudoku_documents)(corpus_cfg)
     else:
-        raise CorpusError(f"corpus.source={source!r}: use synthetic, hf or local")
+        raise CorpusError(f"corpus.source={source!r}: use synthetic, hf, local, pairs or sudoku")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     splits = {}

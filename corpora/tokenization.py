@@ -4,10 +4,19 @@
   config, ``<|endoftext|>`` as the only special token (id 0).
 * ``load_tokenizer``: a trained ``tokenizer.json`` or, for full-scale profiles, a pretrained one by
   name (``gpt2``, ``EleutherAI/gpt-neox-20b``) through ``transformers`` (needs the hub or its cache).
+* ``train_chars``: one token per character of a given alphabet (Sudoku's grids: ``0``-``9`` and the
+  row separator ``|``, FMLM+'s 12-token vocabulary with ``<|endoftext|>`` as its BOS / EOS), written
+  as a ``tokenizer.json`` like the BPE's.
 * ``tokenize_corpus``: every split once into ``{split}.bin`` laid out
   ``EOT doc_1 EOT doc_2 EOT ... doc_n EOT``, so every document and its end are predicted from the
   preceding EOT; the manifest records the token counts, the file hashes, the tokenizer hash and
   the oracle NLL carried over from the corpus manifest.
+* ``tokenize_pairs``: a paired corpus into fixed records ``source | target`` of ``source_len +
+  target_len`` tokens (layout, ``manifest["layout"]``), then one EOT, so window i of the trainer's
+  ``WindowOrder`` (length source_len + target_len) is exactly example i. The source is cut to
+  source_len or padded with EOT; the target is followed by one EOT when it fits (a target of exactly
+  target_len tokens, a Sudoku solution, has none) and padded with EOT; a longer target is cut. The
+  manifest counts the cut sources and targets per split.
 """
 from __future__ import annotations
 
@@ -42,6 +51,22 @@ def train_bpe(corpus_dir: Path, vocab_size: int, min_frequency: int, out_path: P
     return sha256_file(out_path)
 
 
+def train_chars(alphabet: str, out_path: Path) -> str:
+    """A character-level ``tokenizer.json``: ``<|endoftext|>`` id 0, then each character of ``alphabet``
+    in order; every character is its own token (no merges). Return its sha256."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    if len(set(alphabet)) != len(alphabet):
+        raise TokenizerError(f"tokenizer.alphabet={alphabet!r} repeats a character; list each once")
+    vocab = {EOT: 0, **{c: i + 1 for i, c in enumerate(alphabet)}}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token=EOT))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    tok.add_special_tokens([EOT])
+    atomic_write_text(out_path, tok.to_str())
+    return sha256_file(out_path)
+
+
 class LoadedTokenizer:
     """Uniform view over a ``tokenizers.Tokenizer`` and a pretrained ``transformers`` tokenizer."""
 
@@ -51,7 +76,7 @@ class LoadedTokenizer:
 
 
 def load_tokenizer(tokenizer_cfg: dict, path: Path | None = None) -> LoadedTokenizer:
-    if tokenizer_cfg["kind"] == "bpe":
+    if tokenizer_cfg["kind"] in ("bpe", "chars"):
         from tokenizers import Tokenizer
 
         if path is None or not Path(path).is_file():
@@ -74,8 +99,10 @@ def load_tokenizer(tokenizer_cfg: dict, path: Path | None = None) -> LoadedToken
                            len(tok), tok.eos_token_id, "pretrained:" + name)
 
 
-def tokenize_corpus(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, batch_docs: int = 1000) -> dict:
-    """Write ``{split}.bin`` for every split and the tokens manifest; return the manifest."""
+def _write_splits(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, body, extra: dict | None = None) -> dict:
+    """The one writer of token files: for every split, ``body(f, split, dtype)`` writes its ids to a
+    temporary file and returns the split's counts; the file is synced, moved in place and hashed, and
+    the manifest (tokenizer and corpus hashes, ``extra``, every split) written last, atomically."""
     corpus_dir, out_dir = Path(corpus_dir), Path(out_dir)
     corpus_manifest = json.loads((corpus_dir / "manifest.json").read_text())
     dtype = np.uint16 if tok.vocab_size <= 1 << 16 else np.uint32
@@ -84,21 +111,71 @@ def tokenize_corpus(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, batch
     for split in SPLITS:
         path = out_dir / f"{split}.bin"
         tmp = path.with_name(f".{path.name}.tmp")
-        n_tokens, n_docs = 1, 0
-        with open(tmp, "wb") as f:
-            f.write(np.array([tok.eot_id], dtype=dtype).tobytes())
-            for texts in _batches((d["text"] for d in read_documents(corpus_dir, split)), batch_docs):
-                for ids in tok.encode_batch(texts):
-                    f.write(np.array(ids + [tok.eot_id], dtype=dtype).tobytes())
-                    n_tokens += len(ids) + 1
-                n_docs += len(texts)
+        try:
+            with open(tmp, "wb") as f:
+                counts = body(f, split, dtype)
+                _sync(f)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         tmp.replace(path)
-        splits[split] = {"file": path.name, "dtype": np.dtype(dtype).name, "n_tokens": n_tokens, "n_docs": n_docs,
-                         "sha256": sha256_file(path), "oracle_nll": corpus_manifest["splits"][split]["oracle_nll"]}
+        splits[split] = {"file": path.name, "dtype": np.dtype(dtype).name, **counts, "sha256": sha256_file(path),
+                         "oracle_nll": corpus_manifest["splits"][split]["oracle_nll"]}
     manifest = {"tokenizer_sha256": tok.sha256, "vocab_size": tok.vocab_size, "eot_id": tok.eot_id,
-                "corpus_sha256": sha256_file(corpus_dir / "manifest.json"), "splits": splits}
+                "corpus_sha256": sha256_file(corpus_dir / "manifest.json"), **(extra or {}), "splits": splits}
     atomic_write_json(out_dir / "manifest.json", manifest)
     return manifest
+
+
+def tokenize_corpus(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, batch_docs: int = 1000) -> dict:
+    """Write ``{split}.bin`` for every split and the tokens manifest; return the manifest."""
+
+    def body(f, split: str, dtype) -> dict:
+        n_tokens, n_docs = 1, 0
+        f.write(np.array([tok.eot_id], dtype=dtype).tobytes())
+        for texts in _batches((d["text"] for d in read_documents(corpus_dir, split)), batch_docs):
+            for ids in tok.encode_batch(texts):
+                f.write(np.array(ids + [tok.eot_id], dtype=dtype).tobytes())
+                n_tokens += len(ids) + 1
+            n_docs += len(texts)
+        return {"n_tokens": n_tokens, "n_docs": n_docs}
+
+    return _write_splits(corpus_dir, tok, out_dir, body)
+
+
+def tokenize_pairs(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, layout: dict, batch_docs: int = 1000) -> dict:
+    """Write the paired records (module docstring) of every split and the tokens manifest; return it."""
+    P, L = layout["source_len"], layout["target_len"]
+
+    def body(f, split: str, dtype) -> dict:
+        cut, n_docs = {"source": 0, "target": 0}, 0
+        for rows in _batches(read_documents(corpus_dir, split), batch_docs):
+            sources = tok.encode_batch([r["source"] for r in rows])
+            targets = tok.encode_batch([r["target"] for r in rows])
+            for src, tgt in zip(sources, targets):
+                cut["source"] += len(src) > P
+                cut["target"] += len(tgt) > L
+                f.write(np.array(_fit(src, P, tok.eot_id) + _fit(tgt + [tok.eot_id], L, tok.eot_id), dtype=dtype).tobytes())
+            n_docs += len(rows)
+        if n_docs == 0:
+            raise TokenizerError(f"{Path(corpus_dir) / f'{split}.jsonl'}: no examples; give the paired corpus a {split} split")
+        f.write(np.array([tok.eot_id], dtype=dtype).tobytes())
+        return {"n_tokens": n_docs * (P + L) + 1, "n_docs": n_docs, "cut_sources": cut["source"],
+                "cut_targets": cut["target"]}
+
+    return _write_splits(corpus_dir, tok, out_dir, body, {"layout": dict(layout)})
+
+
+def _fit(ids: list[int], length: int, pad: int) -> list[int]:
+    """``ids`` cut to ``length`` or padded with ``pad`` up to it."""
+    return ids[:length] + [pad] * max(0, length - len(ids))
+
+
+def _sync(f) -> None:
+    import os
+
+    f.flush()
+    os.fsync(f.fileno())
 
 
 def _batches(items, size: int):

@@ -20,6 +20,8 @@ Counts are integers summed over windows, so the result does not depend on ``batc
 """
 from __future__ import annotations
 
+import json
+
 import time
 from pathlib import Path
 
@@ -31,7 +33,7 @@ from common.io import atomic_write_json
 from evals.perplexity import load_trained
 from evals.result import result_record
 from models.ncm_tokenizer import NCMTokenizer, reconstruction_accuracy
-from trainer.data import check_data, gather_windows, open_split, sequential_windows
+from trainer.data import check_data, gather_windows, open_split, read_manifest, sequential_windows
 
 
 class ReconEvalError(ReproError, ValueError):
@@ -47,10 +49,15 @@ def recon_tokenizer(model: torch.nn.Module) -> NCMTokenizer | None:
     return tokenizer if isinstance(tokenizer, NCMTokenizer) else None
 
 
-def recon_windows(tokens: np.ndarray, seq_len: int, max_windows: int | None) -> tuple[torch.Tensor, int]:
+def recon_windows(tokens: np.ndarray, seq_len: int, max_windows: int | None,
+                  layout: dict | None = None) -> tuple[torch.Tensor, int]:
     """(the first ``max_windows`` full disjoint ``seq_len`` windows of ``tokens`` as (N, seq_len) int64,
-    the number of full windows available)."""
-    starts = [s for s, n in sequential_windows(len(tokens), seq_len) if n == seq_len]
+    the number of full windows available). Paired examples (``layout``): the target of each example."""
+    if layout is not None:
+        stride = layout["source_len"] + layout["target_len"]
+        starts = list(range(layout["source_len"], len(tokens) - seq_len, stride))
+    else:
+        starts = [s for s, n in sequential_windows(len(tokens), seq_len) if n == seq_len]
     chosen = np.asarray(starts[:max_windows] if max_windows is not None else starts, dtype=np.int64)
     if not len(chosen):
         return torch.zeros((0, seq_len), dtype=torch.int64), len(starts)
@@ -58,6 +65,22 @@ def recon_windows(tokens: np.ndarray, seq_len: int, max_windows: int | None) -> 
 
 
 @torch.no_grad()
+def tier_accuracy(tokenizer: NCMTokenizer, windows: torch.Tensor, tokens_dir: Path, layout: dict | None,
+                  batch_size: int) -> dict:
+    """``<tier>/token_acc`` from all K scales for paired examples whose corpus rows name a tier (Sudoku's
+    difficulty), else nothing."""
+    corpus = Path(tokens_dir).parent / "corpus" / "test.jsonl"
+    if layout is None or not corpus.is_file():
+        return {}
+    with open(corpus) as f:
+        tiers = [json.loads(line).get("tier") for _, line in zip(range(len(windows)), f)]
+    out = {}
+    for tier in sorted({t for t in tiers if t is not None}):
+        rows = torch.tensor([i for i, t in enumerate(tiers) if t == tier])
+        out[f"{tier}/token_acc"] = reconstruction_accuracy(tokenizer, windows[rows], batch_size=batch_size)[tokenizer.cfg.K]
+    return out
+
+
 def exact_windows(tokenizer: NCMTokenizer, windows: torch.Tensor, batch_size: int) -> int:
     """Number of ``windows`` (N, L) whose argmax reconstruction from all K scales equals them everywhere."""
     was_training = tokenizer.training
@@ -88,9 +111,10 @@ def evaluate_recon(final_dir: Path, tokens_dir: Path, out_path: Path, batch_size
                              "evaluation applies to ncm_tokenizer and ncm runs only")
     if max_windows is not None and max_windows < 1:
         raise ReconEvalError(f"max_windows={max_windows}: give a positive number of windows, or None for all")
-    seq_len, K = run_cfg["model"]["seq_len"], tokenizer.cfg.K
+    seq_len, K = tokenizer.cfg.seq_len, tokenizer.cfg.K
     tokens = open_split(tokens_dir, "test")
-    windows, available = recon_windows(tokens, seq_len, max_windows)
+    layout = read_manifest(tokens_dir).get("layout")
+    windows, available = recon_windows(tokens, seq_len, max_windows, layout)
     if not len(windows):
         raise ReconEvalError(f"{tokens_dir}: the test split has {len(tokens)} tokens, not one full window of "
                              f"{seq_len} (+1) tokens; the tokenizer encodes exactly model.seq_len tokens")
@@ -98,11 +122,12 @@ def evaluate_recon(final_dir: Path, tokens_dir: Path, out_path: Path, batch_size
     exact = exact_windows(tokenizer, windows, batch_size)
     metrics = {"test/token_acc": acc[K], **{f"test/token_acc_k{k}": acc[k] for k in range(1, K + 1)},
                "test/seq_exact": exact / len(windows), "model/K": K, "model/params": tokenizer.num_params(),
-               "model/seq_len": seq_len}
+               "model/seq_len": seq_len, **tier_accuracy(tokenizer, windows, tokens_dir, layout, batch_size)}
     details = {"scale_lengths": list(tokenizer.lengths), "windows": len(windows), "windows_available": available,
                "max_windows": max_windows, "tokens": windows.numel(), "exact_windows": exact,
-               "window": f"the first {len(windows)} of the {available} full disjoint windows of {seq_len} tokens "
-                         "of the test split (a shorter trailing window is left out)",
+               "window": (f"the targets of the first {len(windows)} of the {available} paired test examples"
+                          if layout else f"the first {len(windows)} of the {available} full disjoint windows of "
+                          f"{seq_len} tokens of the test split (a shorter trailing window is left out)"),
                "tokenizer": "the run's own model" if tokenizer is model else
                             f"the frozen tokenizer (model.tokenizer) of the {arch} run",
                "decoding": "argmax of the decoder from the first k scales, k = 1..K, eval mode",

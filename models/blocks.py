@@ -117,33 +117,48 @@ class KVCache:
         self.length = end
         return self.k[:, :, :end], self.v[:, :, :end]
 
+    def truncate(self, length: int) -> None:
+        """Forget every position from ``length`` on (NCM's block-diagonal sampling keeps only the source)."""
+        if not 0 <= length <= self.length:
+            raise ValueError(f"cannot truncate a KV cache of {self.length} positions to {length}")
+        self.length = length
+
 
 class Segments:
     """Attention structured by consecutive segments of the sequence (lengths ``lengths``, summing to its
     length), given to ``CausalSelfAttention`` in place of a bool mask: ``prefix`` False, each segment
     attends to itself only (block-diagonal); True, to itself and every earlier segment (block-causal).
-    Equal to the explicit mask (``mask()``), computed segment by segment: one SDPA call on the
-    segment's queries and the keys it sees, so the masked-out work is never done (NCM's 12 scales of
+    ``source`` > 0: the sequence starts with a source of that many positions (NCM's conditioning prefix,
+    seed 002 Sec. 3.4) that attends to itself only and that every segment also sees; the segments
+    follow it. Equal to the explicit mask (``mask()``), computed segment by segment: one SDPA call on
+    the segment's queries and the keys it sees, so the masked-out work is never done (NCM's 12 scales of
     L 128: 29,440 of the 144,400 query-key pairs block-diagonal)."""
 
-    def __init__(self, lengths: tuple[int, ...], prefix: bool):
-        self.lengths, self.prefix = tuple(lengths), prefix
-        ends = torch.tensor(self.lengths).cumsum(0).tolist()
-        self.spans = list(zip([0] + ends[:-1], ends))
+    def __init__(self, lengths: tuple[int, ...], prefix: bool, source: int = 0):
+        self.lengths, self.prefix, self.source = tuple(lengths), prefix, source
+        ends = (torch.tensor(self.lengths).cumsum(0) + source).tolist()
+        self.spans = list(zip([source] + ends[:-1], ends))
 
     def mask(self) -> torch.Tensor:
-        """The bool (N, N) mask these segments stand for (True = may attend)."""
-        levels = torch.repeat_interleave(torch.arange(len(self.lengths)), torch.tensor(self.lengths))
+        """The bool (N, N) mask these segments stand for (True = may attend), N = source + sum(lengths)."""
+        levels = torch.repeat_interleave(torch.arange(len(self.lengths) + 1),
+                                         torch.tensor((self.source,) + self.lengths))
         q, k = levels[:, None], levels[None, :]
-        return q >= k if self.prefix else q == k
+        return (q >= k if self.prefix else q == k) | (k == 0)
+
+    def _keys(self, t: torch.Tensor, a: int, b: int) -> torch.Tensor:
+        if self.prefix:
+            return t[:, :, :b]
+        return torch.cat([t[:, :, :self.source], t[:, :, a:b]], 2) if self.source else t[:, :, a:b]
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dropout: float, gqa: bool) -> torch.Tensor:
         if q.shape[2] != self.spans[-1][1]:
             raise ValueError(f"Segments of total length {self.spans[-1][1]} given for a sequence of {q.shape[2]}")
-        return torch.cat([F.scaled_dot_product_attention(q[:, :, a:b], k[:, :, 0 if self.prefix else a:b],
-                                                         v[:, :, 0 if self.prefix else a:b], dropout_p=dropout,
-                                                         enable_gqa=gqa)
-                          for a, b in self.spans], dim=2)
+        spans = ([(0, self.source)] if self.source else []) + self.spans
+        return torch.cat([F.scaled_dot_product_attention(q[:, :, a:b], self._keys(k, a, b) if a >= self.source else k[:, :, :b],
+                                                         self._keys(v, a, b) if a >= self.source else v[:, :, :b],
+                                                         dropout_p=dropout, enable_gqa=gqa)
+                          for a, b in spans], dim=2)
 
 
 class CausalSelfAttention(nn.Module):

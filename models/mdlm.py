@@ -89,6 +89,7 @@ class MDLMOptions:
     noise_eps: float = 1e-3      # log-linear schedule alpha_t = 1 - (1 - eps) t (duo trainer_base.py:25-38)
     sampling_eps: float = 1e-3   # training times t ~ U[eps, 1] (mdlm ``training.sampling_eps``, diffusion.py:800-808)
     antithetic: bool = True      # stratified t over the batch (mdlm ``training.antithetic_sampling``)
+    prefix_len: int = 0          # leading source tokens never masked (conditional tasks, as NCM's prefix; ours)
 
     def __post_init__(self):
         super().__post_init__()
@@ -97,6 +98,9 @@ class MDLMOptions:
         if not 0 < self.sampling_eps < 1:
             raise ValueError(f"model.sampling_eps={self.sampling_eps}: use 0 < sampling_eps < 1 (the loss "
                              "weight 1/t is unbounded at t = 0; 1e-3, mdlm)")
+        if not 0 <= self.prefix_len < self.seq_len:
+            raise ValueError(f"model.prefix_len={self.prefix_len} must be in [0, model.seq_len={self.seq_len}): "
+                             "the window is prefix_len source tokens, then the target")
 
 
 class MDLM(nn.Module):
@@ -188,6 +192,7 @@ class MDLM(nn.Module):
             generator = torch.Generator(device=x0.device).manual_seed(VALID_SEED)
         t = self.sample_t(b, generator, x0.device)
         masked = torch.rand(b, n, generator=generator, device=x0.device) < self.mask_prob(t)[:, None]
+        masked[:, :self.cfg.prefix_len] = False  # the source is the condition, never noised
         h = self.hidden(x0.masked_fill(masked, self.mask_id))
         weight = self.loss_weight(t)
         real = self.lm_head.weight[:self.mask_id]  # the [MASK] logit is -inf: it leaves the normaliser
@@ -199,8 +204,9 @@ class MDLM(nn.Module):
                 total = total + weight[i] * ce * k
                 ce_sum += float(ce.detach()) * k
         count = int(masked.sum())
-        return {"losses": {"nelbo": total / x0.numel()},
-                "metrics": {"mask_frac": count / x0.numel(), "masked_ce": ce_sum / max(count, 1)}}
+        noised = b * (n - self.cfg.prefix_len)  # the target positions: the NELBO per target token
+        return {"losses": {"nelbo": total / noised},
+                "metrics": {"mask_frac": count / noised, "masked_ce": ce_sum / max(count, 1)}}
 
     # --- sampling ------------------------------------------------------------------------------
     @staticmethod
@@ -218,9 +224,11 @@ class MDLM(nn.Module):
 
     @torch.no_grad()
     def sample(self, n: int, steps: int, *, length: int | None = None, generator: torch.Generator | None = None,
-               noise_removal: str = "ancestral", cache: bool = True) -> Generation:
+               noise_removal: str = "ancestral", cache: bool = True, source: torch.Tensor | None = None) -> Generation:
         """``n`` sequences of ``length`` (default ``seq_len``) tokens in ``steps`` ancestral steps from
         all-[MASK] (module docstring). ``cache=False`` calls the network at every step (NFE = steps).
+        ``source`` (n, P): the first P positions are given (a conditional model's prefix, ``prefix_len``)
+        and never masked; the rest is sampled; the ids returned include the source.
         Returns ``Generation(ids (n, length), nfe)``, nfe = network calls made. Run in eval mode;
         ``generator`` (on the model's device) makes it deterministic.
 
@@ -237,6 +245,8 @@ class MDLM(nn.Module):
         length = length or self.cfg.seq_len
         device = self.wte.weight.device
         x = torch.full((n, length), self.mask_id, dtype=torch.long, device=device)
+        if source is not None:
+            x[:, :source.shape[1]] = source.to(device)
         grid = torch.linspace(1, SAMPLE_EPS, steps + 1, dtype=torch.float64).tolist()
         p_x0, nfe = None, 0  # p_theta of the positions masked in x, row-aligned with x[x == mask_id]
         for t, s in zip(grid[:-1], grid[1:]):

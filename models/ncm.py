@@ -69,6 +69,8 @@ class NCMConfig(NCMTransformerFields):
     attention: str = "block_diagonal"   # block_diagonal (NCM App. F.2, Table 9) | block_causal (VAR; Table 9 ablation)
     perturb_rate: float = 0.1           # conditioning-code perturbation p (NCM App. F.3; rate UNKNOWN: ours)
     alpha: float = 0.0                  # loss weights w_k = l_k^-alpha / sum_j l_j^(1-alpha) (Eq. 10; ours: 0, VAR)
+    prefix_len: int = 0                 # source tokens before the target window (conditional, Sec. 3.4); 0 = none
+    cond_dropout: float = 0.1           # P(source replaced by the null condition) in training, for guidance (ours: VAR's 0.1)
 
     def __post_init__(self):
         super().__post_init__()
@@ -76,9 +78,19 @@ class NCMConfig(NCMTransformerFields):
             raise ValueError(f"model.attention={self.attention!r}: use one of {list(ATTENTION)}")
         if not 0.0 <= self.perturb_rate < 1.0:
             raise ValueError(f"model.perturb_rate={self.perturb_rate} is a probability: use a value in [0, 1)")
+        if not 0 <= self.prefix_len < self.seq_len:
+            raise ValueError(f"model.prefix_len={self.prefix_len} must be in [0, model.seq_len={self.seq_len}): the window "
+                             "is prefix_len source tokens followed by the tokenizer's L target tokens")
+        if not 0.0 <= self.cond_dropout < 1.0:
+            raise ValueError(f"model.cond_dropout={self.cond_dropout} is a probability: use a value in [0, 1)")
         if not -10.0 <= self.alpha <= 10.0:
             raise ValueError(f"model.alpha={self.alpha}: use a loss-weight exponent in [-10, 10] (the paper: 0..1.5)")
         _ = self.tokenizer_config  # validates model.tokenizer
+
+    @property
+    def target_len(self) -> int:
+        """L, the tokens the tokenizer encodes: the window after the ``prefix_len`` source tokens."""
+        return self.seq_len - self.prefix_len
 
     @property
     def tokenizer_config(self) -> NCMTokenizerConfig:
@@ -90,17 +102,18 @@ class NCMConfig(NCMTransformerFields):
         arch = fields.pop("arch", "ncm_tokenizer")
         if arch != "ncm_tokenizer":
             raise ValueError(f"model.tokenizer.arch={arch!r}: the generator needs an ncm_tokenizer run's model config")
-        for key in ("seq_len", "vocab_size"):
-            if key in fields and fields.pop(key) != getattr(self, key):
-                raise ValueError(f"model.tokenizer.{key}={self.tokenizer[key]} but model.{key}={getattr(self, key)}; "
-                                 "the generator must share its tokenizer's window: point model.tokenizer at a "
-                                 f"tokenizer run with {key} {getattr(self, key)}")
+        ours = {"seq_len": self.target_len, "vocab_size": self.vocab_size}
+        for key, value in ours.items():
+            if key in fields and fields.pop(key) != value:
+                raise ValueError(f"model.tokenizer.{key}={self.tokenizer[key]} but the generator's target window has "
+                                 f"{key} {value} (model.seq_len - model.prefix_len for seq_len); point model.tokenizer "
+                                 f"at a tokenizer run with {key} {value}")
         known = {f.name for f in dataclasses.fields(NCMTokenizerConfig)}
         unknown = sorted(set(fields) - known)
         if unknown:
             raise ValueError(f"model.tokenizer.{unknown[0]} is not a field of ncm_tokenizer models")
         try:
-            return NCMTokenizerConfig(**fields, vocab_size=self.vocab_size, seq_len=self.seq_len)
+            return NCMTokenizerConfig(**fields, vocab_size=self.vocab_size, seq_len=self.target_len)
         except ValueError as e:
             raise ValueError(str(e).replace("model.", "model.tokenizer.")) from None
 
@@ -138,7 +151,15 @@ class NCM(nn.Module):
         for part in (self.word_embed, self.lvl_embed, self.pos, self.blocks, self.ln_f, self.head):
             init_weights(part, cfg.init_std, cfg.n_layer)
         nn.init.normal_(self.sos, std=cfg.init_std)
-        self.mask = Segments(self.lengths, prefix=cfg.attention == "block_causal")
+        self.P = cfg.prefix_len
+        if self.P:  # the source prefix: its own token and position embeddings, and the null condition
+            self.src_embed = nn.Embedding(cfg.vocab_size, d)
+            self.src_pos = nn.Embedding(self.P, d)
+            self.null = nn.Parameter(torch.zeros(d))
+            init_weights(self.src_embed, cfg.init_std, cfg.n_layer)
+            init_weights(self.src_pos, cfg.init_std, cfg.n_layer)
+            nn.init.normal_(self.null, std=cfg.init_std)
+        self.mask = Segments(self.lengths, prefix=cfg.attention == "block_causal", source=self.P)
         self.register_buffer("weights", loss_weights(self.lengths, cfg.alpha).float(), persistent=False)
         self.tokenizer = NCMTokenizer(tcfg).requires_grad_(False).eval()
         self.calls = 0  # generator (transformer) calls, read by sampling and its tests
@@ -156,7 +177,29 @@ class NCM(nn.Module):
     def load_upstream(self, final_dir: Path) -> None:
         """Load the tokenizer's trained weights from ``final_dir/model.safetensors`` (the upstream
         ``ncm_tokenizer`` run's ``final/``). With a ``manifest.json`` beside them, a run of another
-        configuration (L, K, lengths, widths...) is refused naming the key."""
+        configuration (L, K, lengths, widths...) is refused naming the key.
+
+        An upstream ``ncm`` run (two-stage training, seed 002 Sec. 3.4: the generator first trained on
+        unpaired target-side text, then on pairs): its whole generator, its tokenizer included, is the
+        starting point; the source prefix's parameters, which it has not, keep their initialisation."""
+        from trainer.checkpoint import CheckpointError, load_model_weights
+
+        final_dir = Path(final_dir)
+        manifest_path = final_dir / "manifest.json"
+        upstream = json.loads(manifest_path.read_text()).get("config", {}).get("model", {}) if manifest_path.is_file() else {}
+        if upstream.get("arch") == "ncm":
+            if upstream.get("tokenizer") != self.cfg.tokenizer:
+                raise CheckpointError(f"{final_dir}: the generator run was trained on another tokenizer than this one's "
+                                      "model.tokenizer; build on a generator of the same tokenizer run")
+            weights = final_dir / "model.safetensors"
+            if not weights.is_file():
+                raise CheckpointError(f"{weights}: no generator weights; run the upstream ncm experiment first")
+            load_model_weights(self, weights, allow_missing=("src_embed.", "src_pos.", "null"))
+            self.tokenizer.requires_grad_(False).eval()
+            return
+        self._load_tokenizer(final_dir)
+
+    def _load_tokenizer(self, final_dir: Path) -> None:
         from trainer.checkpoint import CheckpointError, load_model_weights
 
         final_dir = Path(final_dir)
@@ -202,18 +245,33 @@ class NCM(nn.Module):
                 prefixes.append(zhat)
         return torch.cat([self.block_input(prefixes[k], k) for k in range(self.K)], 1)
 
+    def source_input(self, source: torch.Tensor, null: torch.Tensor | None = None) -> torch.Tensor:
+        """Input (B, P, d_model) of the source prefix (B, P): token + position embeddings; rows where
+        ``null`` (B,) bool is True get the null condition in every position instead of the tokens."""
+        x = self.src_embed(source)
+        if null is not None:
+            x = torch.where(null[:, None, None], self.null.to(x.dtype), x)
+        return x + self.src_pos.weight
+
     def backbone(self, x: torch.Tensor, attn_mask: torch.Tensor | Segments | None,
-                 caches: list[KVCache] | None = None) -> torch.Tensor:
-        """One generator call: the blocks and the final norm. ``attn_mask`` None = full attention over x
-        and, with ``caches`` (one per block), over every position cached before (``models.blocks.KVCache``)."""
-        self.calls += 1
+                 caches: list[KVCache] | None = None, calls: int = 1) -> torch.Tensor:
+        """One generator call (``calls``: what it counts as; a guided call on the conditional and the
+        null batch together counts 2, as the paper counts NFE): the blocks and the final norm.
+        ``attn_mask`` None = full attention over x and, with ``caches`` (one per block), over every
+        position cached before (``models.blocks.KVCache``)."""
+        self.calls += calls
         for block, cache in zip(self.blocks, caches or [None] * len(self.blocks)):
             x = block(x, attn_mask=attn_mask, causal=False, cache=cache)
         return self.ln_f(x)
 
-    def hidden(self, codes: list[torch.Tensor]) -> torch.Tensor:
-        """Teacher-forced final states (B, N, d_model) of every scale, all blocks in one call."""
-        return self.backbone(self.inputs(codes), self.mask)
+    def hidden(self, codes: list[torch.Tensor], source: torch.Tensor | None = None,
+               null: torch.Tensor | None = None) -> torch.Tensor:
+        """Teacher-forced final states (B, N, d_model) of every scale, all blocks in one call; with a
+        source prefix (B, P) in front, which every block sees and which sees no block."""
+        x = self.inputs(codes)
+        if self.P:
+            x = torch.cat([self.source_input(source, null), x], 1)
+        return self.backbone(x, self.mask)[:, self.P:]
 
     def logits(self, codes: list[torch.Tensor]) -> torch.Tensor:
         """Teacher-forced code logits (B, N, |V|): block k's rows predict scale k from ``codes[:k]``."""
@@ -230,12 +288,18 @@ class NCM(nn.Module):
         return out + [codes[-1]]
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> dict:
-        """idx: (B, L) token windows, encoded by the frozen tokenizer. Without targets: ``{"logits"}``
-        (B, N, |V|) of every scale's codes, teacher-forced, and ``{"codes"}``. With targets (ignored: the
-        labels are the codes): the ``gen`` loss and per-scale ``ce_s<k>`` / ``acc_s<k>`` metrics."""
+        """idx: (B, P + L) windows, the P = ``prefix_len`` source tokens (none unconditionally) and the
+        L target tokens the frozen tokenizer encodes. Without targets: ``{"logits"}`` (B, N, |V|) of
+        every scale's codes, teacher-forced, and ``{"codes"}``. With targets (ignored: the labels are the
+        codes): the ``gen`` loss and per-scale ``ce_s<k>`` / ``acc_s<k>`` metrics. In training each
+        source is replaced by the null condition with probability ``cond_dropout`` (for guidance)."""
+        source, idx = idx[:, :self.P], idx[:, self.P:]
         codes = self.tokenizer.encode(idx)
         cond = self.perturb(codes) if self.training and self.cfg.perturb_rate > 0 else codes
-        h = self.hidden(cond)
+        null = None
+        if self.P and self.training and self.cfg.cond_dropout > 0:
+            null = torch.rand(idx.shape[0], device=idx.device) < self.cfg.cond_dropout
+        h = self.hidden(cond, source, null)
         if targets is None:
             return {"logits": self.head(h), "codes": codes}
         ces = torch.stack([linear_cross_entropy(h[:, lo:hi].flatten(0, 1), self.head.weight, r.flatten())
@@ -275,31 +339,58 @@ def sample_codes(logits: torch.Tensor, temperature: float, top_k: int | None, to
 
 @torch.no_grad()
 def sample(model: NCM, n: int, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
-           generator: torch.Generator | None = None, given: list[torch.Tensor] | None = None) -> dict:
-    """n unconditional samples in one batch: ``{"ids": LongTensor (n, L), "nfe": generator calls made
-    (K), "codes": K LongTensors (n, l_k)}``; deterministic given ``generator`` (a CPU generator draws
-    on the CPU whatever the model's device; None = the global RNG). The model is put in eval mode and
-    restored.
+           generator: torch.Generator | None = None, given: list[torch.Tensor] | None = None,
+           source: torch.Tensor | None = None, guidance: float = 1.0) -> dict:
+    """n samples in one batch: ``{"ids": LongTensor (n, L), "nfe": generator calls made (K; 2K guided),
+    "codes": K LongTensors (n, l_k)}``; deterministic given ``generator`` (a CPU generator draws on the
+    CPU whatever the model's device; None = the global RNG). The model is put in eval mode and restored.
+
+    ``source`` (n, P): the prefix of a conditional model (``prefix_len`` P > 0), run once into every
+    layer's KV cache; each scale's call attends to it and to itself (block-diagonal: the scale's keys are
+    dropped after the call) or to it and every coarser scale (block-causal). ``guidance`` w != 1
+    (classifier-free guidance, seed 002 App. F.4; the scales are UNKNOWN): every call also runs the null
+    condition, batched with the conditional rows, and samples from uncond + w (cond - uncond) logits
+    (w = 1 + VAR's cfg t); it counts as two calls.
 
     ``given`` (a diagnostic): the codes (n, l_k) of the first j scales, taken instead of sampled -- the
     generator completes real coarse scales (j = K: the tokenizer's own reconstruction). Block-diagonal
     needs no call for a given scale; block-causal runs it once so the finer scales attend to its keys."""
+    if (source is None) != (model.P == 0):
+        raise ValueError(f"model.prefix_len={model.P}: give a source of that many tokens per sample exactly when "
+                         "the model is conditional")
+    if guidance != 1.0 and not model.P:
+        raise ValueError("guidance needs a conditional model (model.prefix_len > 0)")
     was_training = model.training
     model.eval()
     tok = model.tokenizer
     calls = model.calls
+    guided = guidance != 1.0
+    rows = 2 * n if guided else n
     zhat = model.pos.weight.new_zeros(n, tok.cfg.seq_len, tok.cfg.d_code)
-    # block-causal: scale k attends to itself and the cached keys / values of scales < k (VAR's KV cache)
-    caches = [KVCache(model.N) for _ in model.blocks] if model.cfg.attention == "block_causal" else None
+    # scale k attends to the source and to itself, or to the cached keys / values of scales < k as well
+    # (block-causal, VAR's KV cache)
+    keep = model.cfg.attention == "block_causal"
+    caches = [KVCache(model.P + model.N) for _ in model.blocks] if keep or model.P else None
+    if model.P:
+        null = torch.arange(rows, device=source.device) >= n if guided else None
+        model.backbone(model.source_input(source.repeat(2, 1) if guided else source, null), None, caches, calls=0)
     codes = []
     for k in range(model.K):
+        x = model.block_input(zhat, k)
+        x = x.repeat(2, 1, 1) if guided else x
         if given is not None and k < len(given):
             r = given[k]
-            if caches is not None:
-                model.backbone(model.block_input(zhat, k), None, caches)
+            if keep:
+                model.backbone(x, None, caches, calls=2 if guided else 1)
         else:
-            h = model.backbone(model.block_input(zhat, k), None, caches)
-            r = sample_codes(model.head(h), temperature, top_k, top_p, generator)
+            logits = model.head(model.backbone(x, None, caches, calls=2 if guided else 1))
+            if guided:
+                cond, uncond = logits.float().chunk(2)
+                logits = uncond + guidance * (cond - uncond)
+            r = sample_codes(logits, temperature, top_k, top_p, generator)
+        if caches is not None and not keep:
+            for cache in caches:
+                cache.truncate(model.P)
         codes.append(r)
         zhat = zhat + tok.embed_codes(r, k)
     ids = tok.tokens(tok.decode(zhat))

@@ -256,12 +256,17 @@ class TokenLM(nn.Module):
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> dict:
         """idx: (batch, time) token ids. Without targets: ``{"logits": (batch, time, vocab)}``.
-        With targets (targets[t] is the token after idx[t]): ``{"losses": {"ntp": mean NLL}}``,
+        With targets (targets[t] is the token after idx[t]; a negative target is not scored: the source
+        positions of a conditional layout): ``{"losses": {"ntp": mean NLL}}`` over the scored targets,
         computed by the fused head + cross-entropy without materialising the logits twice."""
         h = self.hidden(idx)
         if targets is None:
             return {"logits": self.lm_head(h)}
-        return {"losses": {"ntp": linear_cross_entropy(h.flatten(0, 1), self.lm_head.weight, targets.flatten())}}
+        h, targets = h.flatten(0, 1), targets.flatten()
+        if bool((targets < 0).any()):
+            keep = targets >= 0
+            h, targets = h[keep], targets[keep]
+        return {"losses": {"ntp": linear_cross_entropy(h, self.lm_head.weight, targets)}}
 
     # --- generation ----------------------------------------------------------------------------
     def _require_cache(self) -> None:

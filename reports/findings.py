@@ -108,8 +108,10 @@ def collect(tables: Path) -> Findings | None:
 
 # Our own tables of the embedded runs (tables/specs/embedded/) quoted under the findings: (table, columns)
 HEADLINES = {"foundation": ("test PPL", "PPL ÷ oracle"),
-             "ncm": ("Gen PPL", "entropy H", "NFE", "prefixes accepted")}
-INTRO = {"foundation": "Every embedded run", "ncm": "Every embedded NCM sampler and diagnostic"}
+             "ncm": ("Gen PPL", "entropy H", "NFE", "prefixes accepted"),
+             "ncm_conditional": ("BLEU", "ROUGE-L", "boards (%)", "NFE", "s / target")}
+INTRO = {"foundation": "Every embedded run", "ncm": "Every embedded NCM sampler and diagnostic",
+         "ncm_conditional": "Every embedded conditional generator and diagnostic"}
 
 
 def headline(tables: Path, table: str = "foundation") -> str:

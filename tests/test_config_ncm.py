@@ -57,7 +57,7 @@ def test_paper_tags_are_inherited_and_default_to_conceptlm(profile):
     (lambda c: _entry(c, "ncm_s").update(upstream="base_gpt2_s"), "upstream 'base_gpt2_s' has model.arch=gpt2"),
     (lambda c: _entry(c, "base_gpt2_s").update(upstream="ncm_tok_s"), "does not build on another run; drop upstream"),
     (lambda c: _entry(c, "ncm_tok_s")["overrides"].update({"model.seq_len": 64}),
-     "upstream 'ncm_tok_s' has model.seq_len=64 and this experiment 128"),
+     "upstream 'ncm_tok_s' has a window of 64 tokens and this experiment's target window is 128"),
     (lambda c: _entry(c, "ncm_s")["overrides"].update({"model.tokenizer": {"arch": "ncm_tokenizer"}}),
      "drop the model.tokenizer override"),
     (lambda c: c["genppl"].update(temperature=0.9), "masked diffusion samples at temperature 1"),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.test_workflow import ROOT, snakemake
+from tests.test_workflow import ROOT, built, dry_run
 
 L, K = 16, 4
 
@@ -52,11 +52,7 @@ def result(workdir: Path, exp: str, name: str) -> dict:
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory) -> Path:
-    workdir = tmp_path_factory.mktemp("ncm")
-    (workdir / "micro.yaml").write_text(yaml.safe_dump(ncm_profile()))
-    run = snakemake(workdir, "--cores", "2", "ncm")
-    assert run.returncode == 0, run.stderr[-3000:]
-    return workdir
+    return built(tmp_path_factory, "ncm", ncm_profile(), "ncm")
 
 
 @pytest.mark.slow
@@ -114,13 +110,7 @@ def test_diagnostic_variants_isolate_the_generator_from_the_tokenizer(workdir):
 def test_retrained_tokenizer_retrains_the_generator(workdir):
     config = ncm_profile()
     config["experiments"][1]["overrides"]["train.steps"] = 31
-    (workdir / "changed.yaml").write_text(yaml.safe_dump(config))
-    from tests.test_workflow import SNAKEMAKE
-    run = subprocess.run(SNAKEMAKE + ["-d", str(workdir), "--configfile", str(workdir / "changed.yaml"), "-n", "ncm"],
-                         capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    planned = {line.split("experiment=")[1].split(",")[0] for line in run.stdout.splitlines()
-               if "wildcards:" in line and "experiment=" in line}
+    planned, _ = dry_run(workdir, config, "ncm")
     assert {"tok", "gen"} <= planned and not planned & {"ar", "mdlm", "judge"}
 
 

@@ -35,6 +35,25 @@ def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, env=env, timeout=600)
 
 
+def built(tmp_path_factory, name: str, profile: dict, *targets: str) -> Path:
+    """A temporary work directory where ``snakemake --cores 2 <targets>`` ran ``profile`` (as micro.yaml)."""
+    workdir = tmp_path_factory.mktemp(name)
+    (workdir / "micro.yaml").write_text(yaml.safe_dump(profile))
+    run = snakemake(workdir, "--cores", "2", *targets)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return workdir
+
+
+def dry_run(workdir: Path, profile: dict, *targets: str) -> tuple[set[str], str]:
+    """(the experiments whose jobs ``snakemake -n`` plans, its console) for ``profile`` in ``workdir``."""
+    (workdir / "changed.yaml").write_text(yaml.safe_dump(profile))
+    run = subprocess.run(SNAKEMAKE + ["-d", str(workdir), "--configfile", str(workdir / "changed.yaml"), "-n", *targets],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return ({line.split("experiment=")[1].split(",")[0] for line in run.stdout.splitlines()
+             if "wildcards:" in line and "experiment=" in line}, run.stdout)
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory) -> Path:
     workdir = tmp_path_factory.mktemp("dag")

@@ -82,7 +82,9 @@ def load_optimizer(opt: torch.optim.Optimizer, tensors: dict[str, torch.Tensor],
     opt.load_state_dict({"state": state, "param_groups": param_groups})
 
 
-def load_model_weights(model: torch.nn.Module, path: Path) -> None:
+def load_model_weights(model: torch.nn.Module, path: Path, allow_missing: tuple[str, ...] = ()) -> None:
+    """Load ``path`` into ``model``; every parameter must be there and fit, except those whose names start
+    with one of ``allow_missing`` (parts an earlier stage did not have: NCM's source prefix)."""
     try:
         weights = load_file(str(path))
     except Exception as e:  # safetensors raises its own error types for truncated headers
@@ -90,7 +92,8 @@ def load_model_weights(model: torch.nn.Module, path: Path) -> None:
     missing, unexpected = model.load_state_dict(weights, strict=False)
     current = model.state_dict()
     stored_ptrs = {current[n].data_ptr() for n in weights if n in current}
-    missing = [n for n in missing if current[n].data_ptr() not in stored_ptrs]  # tied copies are not missing
+    missing = [n for n in missing if current[n].data_ptr() not in stored_ptrs  # tied copies are not missing
+               and not n.startswith(allow_missing or ("\0",))]
     if missing or unexpected:
         raise CheckpointError(f"{path}: weights do not fit this model (missing {missing[:3]}, unexpected "
                               f"{unexpected[:3]}); the checkpoint belongs to another model config")

@@ -13,6 +13,7 @@ run would (OLMo's global-indices idea, computed rather than stored).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -90,7 +91,8 @@ def order_key(manifest: dict, split: str) -> int:
 
 
 class WindowOrder:
-    """Maps a global example index to a window of the token stream, epoch by epoch."""
+    """Maps a global example index to a window of the token stream, epoch by epoch (``seq_len``: the
+    stride between windows, a paired layout's record; ``View.offset`` is added by the reader)."""
 
     def __init__(self, n_tokens: int, seq_len: int, seed: int, key: int):
         self.seq_len = seq_len
@@ -116,6 +118,60 @@ def gather_windows(tokens: np.ndarray, starts: np.ndarray, seq_len: int) -> tupl
     block = np.stack([np.asarray(tokens[s:s + seq_len + 1], dtype=np.int64) for s in starts])
     block = torch.from_numpy(block)
     return block[:, :-1], block[:, 1:]
+
+
+@dataclass(frozen=True)
+class View:
+    """How a run reads its windows: window i starts at ``i * stride + offset`` and holds ``seq_len``
+    tokens; its first ``n_source`` are a source prefix (their targets are not scored, ``mask_source``).
+
+    * a plain stream: stride = seq_len, offset 0, no source;
+    * paired examples (``corpora.tokenization.tokenize_pairs``, records of source_len + target_len):
+      stride = the record; a run with model.seq_len = source_len + target_len reads whole examples
+      (source, then target: conditional models), one with model.seq_len = target_len reads the targets
+      only (offset source_len: target-side text, e.g. NCM's tokenizer of stage 1)."""
+    stride: int
+    offset: int
+    seq_len: int
+    n_source: int
+
+    def starts(self, indices: np.ndarray) -> np.ndarray:
+        return np.asarray(indices, dtype=np.int64) * self.stride + self.offset
+
+    def count(self, n_tokens: int) -> int:
+        """Full windows in a split of ``n_tokens`` tokens."""
+        return (n_tokens - 1) // self.stride
+
+
+def view(manifest: dict, run_cfg: dict, tokens_dir: Path) -> View:
+    """The run's ``View`` of these tokens, after checking that they are laid out as the run expects and
+    that model.seq_len is one example or its target."""
+    layout, expected = manifest.get("layout"), run_cfg.get("layout")
+    seq_len = run_cfg["model"]["seq_len"]
+    if layout != expected:
+        raise DataError(f"{tokens_dir}: tokens laid out as {layout or 'one stream'}, and run {run_cfg.get('id')} expects "
+                        f"{expected or 'one stream'}; train it on its own dataset's tokens (experiment key data:)")
+    if layout is None:
+        return View(seq_len, 0, seq_len, 0)
+    P, L = layout["source_len"], layout["target_len"]
+    if seq_len == P + L:
+        return View(P + L, 0, seq_len, P)
+    if seq_len == L:
+        return View(P + L, P, seq_len, 0)
+    raise DataError(f"{tokens_dir}: one example is {P} + {L} tokens and model.seq_len is {seq_len}; set model.seq_len: "
+                    f"{P + L} (source and target) or {L} (the targets only)")
+
+
+def mask_source(targets: torch.Tensor, n_source: int) -> torch.Tensor:
+    """Next-token targets of paired windows with every target that is not a target-side token set to
+    -100 (not scored): those predicted from the first source_len - 1 positions, and the last one (the
+    next example's first token). Unchanged for a plain stream (``n_source`` 0)."""
+    if not n_source:
+        return targets
+    targets = targets.clone()
+    targets[:, :n_source - 1] = -100
+    targets[:, -1] = -100
+    return targets
 
 
 def sequential_windows(n_tokens: int, seq_len: int):

@@ -22,6 +22,7 @@ import time
 from contextlib import nullcontext
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from tqdm import tqdm
@@ -32,7 +33,8 @@ from models.losses import opaque_to_compile
 from models.registry import build_model, flops_per_token
 from trainer.checkpoint import (binding_difference, clean_debris, load_checkpoint, read_state, remove_checkpoints,
                                 save_checkpoint, save_weights, set_aside, valid_checkpoints)
-from trainer.data import DataError, WindowOrder, data_binding, gather_windows, open_split, order_key, read_manifest
+from trainer.data import (DataError, WindowOrder, data_binding, gather_windows, mask_source, open_split, order_key,
+                          read_manifest, view)
 from trainer.metrics import MetricsLog
 
 
@@ -87,15 +89,16 @@ class Trainer:
                              f"{self.micro} x world size {self.world}")
         manifest = read_manifest(self.tokens_dir)
         self.seq_len = run_cfg["model"]["seq_len"]
+        self.view = view(manifest, run_cfg, self.tokens_dir)  # paired examples: source then target, or targets only
         self.train_tokens = open_split(self.tokens_dir, "train")
         self.valid_tokens = open_split(self.tokens_dir, "valid")
-        if len(self.valid_tokens) < self.seq_len + 1:
+        if self.view.count(len(self.valid_tokens)) < 1:
             raise DataError(f"{self.tokens_dir}: the valid split has {len(self.valid_tokens)} tokens, fewer than one "
                             f"window of model.seq_len+1={self.seq_len + 1}; give the corpus a larger validation split "
                             "or use a shorter model.seq_len")
         # what a checkpoint of this run is bound to (trainer.checkpoint): settings and token data
         self.binding = {"config_hash": self.config_hash, "data": data_binding(manifest)}
-        self.order = WindowOrder(len(self.train_tokens), self.seq_len, run_cfg["seed"], order_key(manifest, "train"))
+        self.order = WindowOrder(len(self.train_tokens), self.view.stride, run_cfg["seed"], order_key(manifest, "train"))
         self.model_kwargs = {k: v for k, v in run_cfg["model"].items() if k != "seq_len"}
         torch.manual_seed(run_cfg["seed"])
         self.model = build_model(self.model_kwargs, vocab_size=manifest["vocab_size"], seq_len=self.seq_len)
@@ -132,7 +135,9 @@ class Trainer:
     # --- one optimizer step -------------------------------------------------------------------
     def batch(self, step: int, micro_index: int) -> tuple[torch.Tensor, torch.Tensor]:
         first = step * self.t["batch_size"] + (micro_index * self.world + self.rank) * self.micro
-        x, y = gather_windows(self.train_tokens, self.order.window_starts(first, self.micro), self.seq_len)
+        starts = self.order.window_starts(first, self.micro) + self.view.offset
+        x, y = gather_windows(self.train_tokens, starts, self.seq_len)
+        y = mask_source(y, self.view.n_source)
         return x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
 
     def step(self, step: int) -> dict:
@@ -187,11 +192,12 @@ class Trainer:
         """Mean primary loss (the first of the model's ``loss_names``: NTP for token and concept LMs, the
         NELBO for masked diffusion) on the first ``eval_batches`` x micro-batch windows of the valid split."""
         self.model.eval()
-        n = min(self.t["eval_batches"] * self.micro, (len(self.valid_tokens) - 1) // self.seq_len)
-        starts = torch.arange(n).numpy() * self.seq_len
+        n = min(self.t["eval_batches"] * self.micro, self.view.count(len(self.valid_tokens)))
+        starts = self.view.starts(np.arange(n))
         total = 0.0
         for i in range(0, n, self.micro):
             x, y = gather_windows(self.valid_tokens, starts[i:i + self.micro], self.seq_len)
+            y = mask_source(y, self.view.n_source)
             with self.autocast():
                 total += self.model(x.to(self.device), y.to(self.device))["losses"][self.primary].item() * len(x)
         self.model.train()

@@ -42,6 +42,10 @@ def tokenizer(a):
     cfg = _json(a.settings)["tokenizer"]
     if cfg["kind"] == "bpe":
         digest = train_bpe(Path(a.corpus), cfg["vocab_size"], cfg["min_frequency"], Path(a.out))
+    elif cfg["kind"] == "chars":
+        from corpora.tokenization import train_chars
+
+        digest = train_chars(cfg["alphabet"], Path(a.out))
     else:  # a pretrained tokenizer: record which one, so the DAG has a file to depend on
         from common.io import atomic_write_json
         tok = load_tokenizer(cfg)
@@ -51,10 +55,14 @@ def tokenizer(a):
 
 
 def tokenize(a):
-    from corpora.tokenization import load_tokenizer, tokenize_corpus
+    from corpora.tokenization import load_tokenizer, tokenize_corpus, tokenize_pairs
 
-    tok = load_tokenizer(_json(a.settings)["tokenizer"], Path(a.tokenizer))
-    m = tokenize_corpus(Path(a.corpus), tok, Path(a.out))
+    settings = _json(a.settings)
+    tok = load_tokenizer(settings["tokenizer"], Path(a.tokenizer))
+    if settings.get("layout"):
+        m = tokenize_pairs(Path(a.corpus), tok, Path(a.out), settings["layout"])
+    else:
+        m = tokenize_corpus(Path(a.corpus), tok, Path(a.out))
     print("tokens: " + ", ".join(f"{s} {v['n_tokens']:,}" for s, v in m["splits"].items()))
 
 

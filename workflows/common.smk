@@ -6,7 +6,7 @@ import sys
 
 from pathlib import Path
 
-from workflows.experiments import ConfigError, PAPERS, genppl_settings, resolve, run_config, validate, with_parents
+from workflows.experiments import ConfigError, PAPERS, datasets, genppl_settings, resolve, run_config, validate, with_parents
 
 # A profile's `extends:` file is relative to the profile (the last --configfile; config/ by default).
 # Errors name that file.
@@ -33,7 +33,12 @@ ENV = "envs/repro.yaml"
 # The embedded default writes results/; any other profile results/<profile>/ (same layout inside), so
 # profiles that share experiment ids (config/small.yaml) never overwrite each other's runs.
 OUT = "results" if PROFILE["profile"] == "embedded" else f"results/{PROFILE['profile']}"
-DATA = f"{OUT}/data/{PROFILE['corpus']['id']}"
+# One folder per dataset: the main corpus (DATA: the judges, the embedded tasks) and each paired
+# dataset of `datasets:` (an experiment's `data:`), built by the same data rules ({dataset} wildcard).
+DATASETS = datasets(PROFILE)
+DATA_ROOT = f"{OUT}/data"
+DATA = f"{DATA_ROOT}/{PROFILE['corpus']['id']}"
+DS = f"{DATA_ROOT}/{{dataset}}"
 RUNS = f"{OUT}/runs"
 RUN = f"{RUNS}/{{experiment}}/seed{{seed}}"
 
@@ -44,6 +49,7 @@ HARNESS = {"embedded": "embedded", "zeroshot": "conceptlm_zeroshot", "lm_ppl": "
 
 wildcard_constraints:
     experiment="|".join(EXPERIMENTS),
+    dataset="|".join(DATASETS),
     seed=r"\d+",
 
 
@@ -81,6 +87,7 @@ def upstream_flag(wildcards, input):
 # Gen. PPL judges: an experiment id of the profile is trained here and exported (rule export_judge);
 # any other entry is a transformers hub name or folder, passed as it is.
 GENPPL = genppl_settings(PROFILE)
+CONDITIONAL = PROFILE.get("conditional", {})  # evals/conditional fills in its defaults
 JUDGES = f"{OUT}/judges"
 
 
@@ -98,8 +105,26 @@ def runs_index_json():
     return json.dumps({"runs": {f"{e}/seed{s}": EXPERIMENTS[e]["evals"] for e, s in runs()}}, sort_keys=True)
 
 
-def data_settings_json():
-    return json.dumps({"corpus": PROFILE["corpus"], "tokenizer": PROFILE["tokenizer"]}, sort_keys=True)
+def data_settings_json(wildcards):
+    """What a dataset's files are made from (a paired dataset also its layout)."""
+    ds = DATASETS[wildcards.dataset]
+    settings = {"corpus": ds["corpus"], "tokenizer": ds["tokenizer"]}
+    if ds["layout"] is not None:
+        settings["layout"] = ds["layout"]
+    return json.dumps(settings, sort_keys=True)
+
+
+def tokenizer_file(dataset):
+    """The tokenizer file a dataset is tokenized with: its own, or the one of the dataset it names."""
+    return f"{DATA_ROOT}/{DATASETS[dataset]['tokenizer_of']}/tokenizer.json"
+
+
+def run_tokens(wildcards):
+    return f"{DATA_ROOT}/{EXPERIMENTS[wildcards.experiment]['data']}/tokens/manifest.json"
+
+
+def run_tokenizer(wildcards):
+    return tokenizer_file(EXPERIMENTS[wildcards.experiment]["data"])
 
 
 def run_settings_json(wildcards):

@@ -3,11 +3,11 @@
 
 rule data_settings:
     output:
-        f"{DATA}/settings.json",
+        f"{DS}/settings.json",
     params:
-        json=data_settings_json(),
+        json=data_settings_json,
     log:
-        f"{DATA}/logs/settings.log",
+        f"{DS}/logs/settings.log",
     localrule: True
     conda:
         ENV
@@ -17,14 +17,14 @@ rule data_settings:
 
 rule corpus:
     input:
-        f"{DATA}/settings.json",
+        f"{DS}/settings.json",
     output:
-        multiext(f"{DATA}/corpus/", "train.jsonl", "valid.jsonl", "test.jsonl", "manifest.json"),
+        multiext(f"{DS}/corpus/", "train.jsonl", "valid.jsonl", "test.jsonl", "manifest.json"),
     params:
         cli=CLI,
         out=folder_of_output,
     log:
-        f"{DATA}/logs/corpus.log",
+        f"{DS}/logs/corpus.log",
     conda:
         ENV
     shell:
@@ -32,16 +32,18 @@ rule corpus:
 
 
 rule tokenizer:
+    wildcard_constraints:
+        dataset="|".join(d for d, ds in DATASETS.items() if ds["tokenizer_of"] == d),
     input:
-        settings=f"{DATA}/settings.json",
-        corpus=f"{DATA}/corpus/manifest.json",
+        settings=f"{DS}/settings.json",
+        corpus=f"{DS}/corpus/manifest.json",
     output:
-        f"{DATA}/tokenizer.json",
+        f"{DS}/tokenizer.json",
     params:
         cli=CLI,
         corpus=folder_of_input("corpus"),
     log:
-        f"{DATA}/logs/tokenizer.log",
+        f"{DS}/logs/tokenizer.log",
     conda:
         ENV
     shell:
@@ -50,17 +52,17 @@ rule tokenizer:
 
 rule tokenize:
     input:
-        settings=f"{DATA}/settings.json",
-        corpus=f"{DATA}/corpus/manifest.json",
-        tokenizer=f"{DATA}/tokenizer.json",
+        settings=f"{DS}/settings.json",
+        corpus=f"{DS}/corpus/manifest.json",
+        tokenizer=lambda wildcards: tokenizer_file(wildcards.dataset),
     output:
-        multiext(f"{DATA}/tokens/", "train.bin", "valid.bin", "test.bin", "manifest.json"),
+        multiext(f"{DS}/tokens/", "train.bin", "valid.bin", "test.bin", "manifest.json"),
     params:
         cli=CLI,
         corpus=folder_of_input("corpus"),
         out=folder_of_output,
     log:
-        f"{DATA}/logs/tokenize.log",
+        f"{DS}/logs/tokenize.log",
     conda:
         ENV
     shell:
@@ -72,11 +74,11 @@ rule tokenize:
 
 rule embedded_tasks:
     input:
-        settings=f"{DATA}/settings.json",
-        corpus=f"{DATA}/corpus/manifest.json",
+        settings=f"{DS}/settings.json",
+        corpus=f"{DS}/corpus/manifest.json",
     output:
         multiext(
-            f"{DATA}/tasks/",
+            f"{DS}/tasks/",
             "embedded_cloze.yaml",
             "embedded_cloze.jsonl",
             "embedded_choice.yaml",
@@ -89,7 +91,7 @@ rule embedded_tasks:
         python=PYTHON,
         out=folder_of_output,
     log:
-        f"{DATA}/logs/embedded_tasks.log",
+        f"{DS}/logs/embedded_tasks.log",
     conda:
         ENV
     shell:

@@ -9,7 +9,7 @@ rule evaluate_tokens:
     input:
         weights=f"{RUN}/final/model.safetensors",
         manifest=f"{RUN}/final/manifest.json",
-        tokens=f"{DATA}/tokens/manifest.json",
+        tokens=run_tokens,
     output:
         f"{RUN}/eval/{{metric}}.json",
     wildcard_constraints:
@@ -36,7 +36,7 @@ rule evaluate_harness:
     input:
         weights=f"{RUN}/final/model.safetensors",
         manifest=f"{RUN}/final/manifest.json",
-        tokenizer=f"{DATA}/tokenizer.json",
+        tokenizer=run_tokenizer,
         tasks=lambda wildcards: [f"{DATA}/tasks/manifest.json"] if wildcards.suite == "embedded" else [],
     output:
         result=f"{RUN}/eval/{{suite}}.json",
@@ -85,6 +85,39 @@ rule export_judge:
         logged("{params.python} -m evals.genppl export-judge --run-dir {params.run_dir} --tokenizer {input.tokenizer} --out {output}")
 
 
+# Conditional generation on a paired dataset's test split (evals/conditional): BLEU / ROUGE / Sudoku board
+# accuracy with NFE and wall time; cond_mbr<n> (MBR over n candidates), cond_cfg<w> (NCM guidance).
+rule evaluate_conditional:
+    input:
+        weights=f"{RUN}/final/model.safetensors",
+        manifest=f"{RUN}/final/manifest.json",
+        tokenizer=run_tokenizer,
+        tokens=run_tokens,
+    output:
+        result=f"{RUN}/eval/{{cond}}.json",
+        samples=f"{RUN}/eval/{{cond}}.samples.jsonl",
+    wildcard_constraints:
+        cond=r"cond(_k[0-9]+)?(_mbr[1-9][0-9]*)?(_cfg[0-9]+(\.[0-9]+)?)?",
+    params:
+        python=PYTHON,
+        run_dir=folder_of_input("weights", up=2),
+        settings=json.dumps(CONDITIONAL, sort_keys=True),
+        tokens=folder_of_input("tokens"),
+    log:
+        f"{RUN}/logs/eval_{{cond}}.log",
+    threads: 1
+    resources:
+        gpu=1,
+    conda:
+        ENV
+    shell:
+        logged(
+            "{params.python} -m evals.conditional --run-dir {params.run_dir} --tokenizer {input.tokenizer}"
+            " --tokens {params.tokens} --eval {wildcards.cond} --settings {params.settings:q} --out {output.result}"
+            " --threads {threads}"
+        )
+
+
 # Gen. PPL: sample (NFE and wall time recorded), then score under every judge; genppl_s<N> sets masked
 # diffusion's sampling steps, genppl_k<j> lets NCM complete j real coarse scales, genppl_data scores the
 # test windows themselves (evals/genppl/sample.py). One job per (run, eval name); samples kept beside it.
@@ -92,8 +125,8 @@ rule evaluate_genppl:
     input:
         weights=f"{RUN}/final/model.safetensors",
         manifest=f"{RUN}/final/manifest.json",
-        tokenizer=f"{DATA}/tokenizer.json",
-        tokens=f"{DATA}/tokens/manifest.json",
+        tokenizer=run_tokenizer,
+        tokens=run_tokens,
         judges=judge_folders(),
     output:
         result=f"{RUN}/eval/{{gen}}.json",

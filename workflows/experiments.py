@@ -179,6 +179,9 @@ def validate(config, source: str = "config") -> dict:
             raise ConfigError(str(e) if str(e).startswith(source) else f"{source}: experiments[{exp_id}]: {e}") from None
     _check_genppl(config, experiments, source)
     _check_corpus(config["corpus"], source)
+    for ds_id, ds in datasets(config, source).items():
+        if ds["layout"] is not None:
+            _check_dataset(ds_id, ds, source)
     return config
 
 
@@ -259,7 +262,7 @@ def resolve(config: dict, source: str = "config") -> dict[str, dict]:
     for exp_id in entries:
         lineage = chain(exp_id)
         settings = {s: copy.deepcopy(config["defaults"][s]) for s in SECTIONS}
-        inherited = {"evals": ["ppl"], "paper": DEFAULT_PAPER, "upstream": None}
+        inherited = {"evals": ["ppl"], "paper": DEFAULT_PAPER, "upstream": None, "data": config["corpus"]["id"]}
         for entry in lineage:
             for key, value in entry.get("overrides", {}).items():
                 try:
@@ -269,13 +272,27 @@ def resolve(config: dict, source: str = "config") -> dict[str, dict]:
             inherited = {key: entry.get(key, value) for key, value in inherited.items()}
         seeds = entries[exp_id].get("seeds", [0])
         resolved[exp_id] = {"id": exp_id, **settings, "seeds": list(seeds), "evals": list(inherited["evals"]),
-                            "paper": inherited["paper"], "upstream": inherited["upstream"]}
+                            "paper": inherited["paper"], "upstream": inherited["upstream"], "data": inherited["data"]}
+        if inherited["data"] not in datasets(config, source):
+            raise ConfigError(f"{source}: experiments[{exp_id}]: data {inherited['data']!r} is not a dataset; use the "
+                              f"corpus id {config['corpus']['id']!r} or an id of datasets ({', '.join(config.get('datasets', {})) or 'none'})")
     for exp in resolved.values():
         _attach_upstream(exp, resolved, source)
     return resolved
 
 
-def _attach_upstream(exp: dict, resolved: dict, source: str) -> None:
+def _upstream_model(up: dict, field: str, arch: str, spec_name: str, resolved: dict, source: str, chain: tuple) -> dict:
+    """The model settings an upstream experiment hands down: a ``arch`` run (NCM's tokenizer) gives its
+    own; an earlier stage of the same model (NCM's generator on target-side text) gives its ``field``."""
+    if up["model"].get("arch") == spec_name:
+        if up["id"] in chain:
+            raise ConfigError(f"{source}: experiments[{up['id']}]: upstream chain {' -> '.join(chain + (up['id'],))} is a cycle")
+        _attach_upstream(up, resolved, source, chain + (up["id"],))
+        return up["model"][field]
+    return up["model"]
+
+
+def _attach_upstream(exp: dict, resolved: dict, source: str, chain: tuple = ()) -> None:
     """An experiment trained on top of another run (``upstream: <id>``): the upstream's first seed is
     the run it builds on (one frozen stage-1 model shared by every seed of stage 2, as NCM trains one
     tokenizer), and the model field the registry names (NCM: ``model.tokenizer``) receives the
@@ -288,6 +305,8 @@ def _attach_upstream(exp: dict, resolved: dict, source: str) -> None:
     except ValueError:
         spec = None  # an unknown arch is reported by the semantic checks
     up_id = exp["upstream"]
+    if isinstance(up_id, dict):  # attached already (an earlier stage, reached from a later one)
+        return
     if up_id is None:
         if spec is not None and spec.upstream is not None:
             raise ConfigError(f"{where}: model.arch={spec.name} trains on top of a {spec.upstream[1]} run; set "
@@ -301,17 +320,19 @@ def _attach_upstream(exp: dict, resolved: dict, source: str) -> None:
                           "drop upstream (only archs such as ncm take one)")
     field, arch = spec.upstream
     upstream = resolved[up_id]
-    if upstream["model"].get("arch") != arch:
+    if upstream["model"].get("arch") not in (arch, spec.name):
         raise ConfigError(f"{where}: upstream {up_id!r} has model.arch={upstream['model'].get('arch')}; "
-                          f"{spec.name} builds on a {arch} run")
+                          f"{spec.name} builds on a {arch} run or on an earlier {spec.name} run")
+    handed = _upstream_model(upstream, field, arch, spec.name, resolved, source, chain + (exp["id"],))
     if exp["model"].get(field) is not None:
         raise ConfigError(f"{where}: model.{field} is set, and upstream {up_id!r} fills it with that run's model "
                           f"settings; drop the model.{field} override")
-    if upstream["model"].get("seq_len") != exp["model"].get("seq_len"):
-        raise ConfigError(f"{where}: upstream {up_id!r} has model.seq_len={upstream['model'].get('seq_len')} and this "
-                          f"experiment {exp['model'].get('seq_len')}; give both the same window (model.seq_len) or "
-                          "build on another upstream")
-    exp["model"][field] = copy.deepcopy(upstream["model"])
+    window = exp["model"].get("seq_len", 0) - exp["model"].get("prefix_len", 0)
+    if handed.get("seq_len") != window:
+        raise ConfigError(f"{where}: upstream {up_id!r} has a window of {handed.get('seq_len')} tokens and this "
+                          f"experiment's target window is {window} (model.seq_len - model.prefix_len); give both the "
+                          "same window or build on another upstream")
+    exp["model"][field] = copy.deepcopy(handed)
     exp["upstream"] = {"experiment": up_id, "seed": upstream["seeds"][0]}
 
 
@@ -340,6 +361,7 @@ def _check_semantics(config: dict, exp: dict) -> None:
         raise ConfigError(f"model.chunk_size={chunk} does not divide model.seq_len={model['seq_len']}; "
                           "choose a chunk size that divides the sequence length")
     _check_evals(config, exp, spec, typed)
+    _check_data(config, exp, spec, typed)
     if "embedded" in exp["evals"] and config["corpus"]["source"] != "synthetic":
         raise ConfigError("evals: embedded tasks are built from the synthetic world, and corpus.source is "
                           f"{config['corpus']['source']}; use zeroshot / lm_ppl (real tasks) instead")
@@ -394,6 +416,63 @@ def _check_evals(config: dict, exp: dict, spec, typed) -> None:
                           "temperature; see config/default.yaml)")
 
 
+CONDITIONAL = re.compile(r"^cond(_k[0-9]+)?(_mbr[1-9][0-9]*)?(_cfg[0-9]+(\.[0-9]+)?)?$")  # evals.conditional names
+PAIRED_EVALS = ("recon",)  # evaluations that read paired data besides the conditional ones
+
+
+def _check_data(config: dict, exp: dict, spec, typed) -> None:
+    """The experiment's dataset (``data:``) fits its model: a paired dataset is read whole (model.seq_len =
+    source_len + target_len; token LMs, ncm and mdlm_* take the source as a prefix, ``model.prefix_len``
+    = source_len) or as its targets only (model.seq_len = target_len); the main corpus has no source."""
+    from models.registry import BACKBONES
+
+    ds = datasets(config)[exp["data"]]
+    layout, seq_len = ds["layout"], exp["model"]["seq_len"]
+    prefix = getattr(typed, "prefix_len", None)
+    conditional = [name for name in exp["evals"] if CONDITIONAL.match(name)]
+    if layout is None:
+        if prefix:
+            raise ConfigError(f"model.prefix_len={prefix}: a source prefix needs paired data; set data: <an id of datasets>")
+        if conditional:
+            raise ConfigError(f"evals: {conditional[0]} generates targets from sources and {exp['data']} is a plain corpus; "
+                              "set data: <an id of datasets> or drop it")
+        return
+    from evals.genppl.sample import sampler_kind
+
+    kind = sampler_kind(spec.build)
+    for name in conditional:
+        if kind is None:
+            raise ConfigError(f"evals: {name} generates targets and model.arch={spec.name} does not generate; use a "
+                              "token LM, ncm or mdlm_* experiment")
+        if "_k" in name and kind != "ncm":
+            raise ConfigError(f"evals: {name} completes real coarse scales: NCM's diagnostic (model.arch={spec.name})")
+        if "_cfg" in name and kind != "ncm":
+            raise ConfigError(f"evals: {name}: classifier-free guidance is NCM's (model.arch={spec.name}); use cond or "
+                              "cond_mbr<n>")
+    P, L = layout["source_len"], layout["target_len"]
+    other = [name for name in exp["evals"] if not CONDITIONAL.match(name) and name not in PAIRED_EVALS]
+    if other:
+        raise ConfigError(f"evals: {other[0]} reads a token stream and {exp['data']} holds paired examples; use cond, "
+                          "cond_mbr<n>, cond_cfg<w> (and recon for NCM)")
+    if seq_len == P + L:
+        if prefix is None and spec.name not in BACKBONES:
+            raise ConfigError(f"data: {exp['data']}: model.arch={spec.name} cannot condition on a source; use a token LM "
+                              f"(gpt2, pythia, llama), ncm or mdlm_*, or read the targets only (model.seq_len: {L})")
+        if prefix is not None and prefix != P:
+            raise ConfigError(f"model.prefix_len={prefix}: {exp['data']} has {P} source tokens per example; set "
+                              f"model.prefix_len: {P}")
+    elif seq_len == L:
+        if prefix:
+            raise ConfigError(f"model.prefix_len={prefix} with model.seq_len={L} (the targets only); set model.seq_len: "
+                              f"{P + L} to read the sources too, or model.prefix_len: 0")
+        if conditional:
+            raise ConfigError(f"evals: {conditional[0]} conditions on sources and model.seq_len={L} reads the targets "
+                              f"only; set model.seq_len: {P + L} and model.prefix_len")
+    else:
+        raise ConfigError(f"model.seq_len={seq_len}: {exp['data']} holds {P} source + {L} target tokens per example; set "
+                          f"model.seq_len: {P + L} (source and target) or {L} (the targets only)")
+
+
 def genppl_settings(config: dict) -> dict:
     """The profile's ``genppl`` section with its defaults filled in (``evals.genppl.sample.SETTINGS_DEFAULTS``)."""
     from evals.genppl.sample import with_defaults
@@ -434,6 +513,64 @@ def _leaves(tree, prefix: str = ""):
             yield from _leaves(value, f"{prefix}{key}.")
         else:
             yield f"{prefix}{key}", value
+
+
+def datasets(config: dict, source: str = "config") -> dict[str, dict]:
+    """Every dataset of the profile by id: the main corpus (``corpus``, ``tokenizer``; no layout) and each
+    entry of ``datasets`` (paired examples). Each is ``{"corpus" (with its id), "tokenizer" (the
+    mapping), "tokenizer_of" (the dataset whose tokenizer file it uses: itself, or the one it names),
+    "layout" (None for the main corpus)}``; ``results/data/<id>/`` holds its files."""
+    main = config["corpus"]["id"]
+    out = {main: {"corpus": config["corpus"], "tokenizer": config["tokenizer"], "tokenizer_of": main, "layout": None}}
+    entries = config.get("datasets", {})
+    for ds_id, entry in entries.items():
+        where = f"{source}: datasets.{ds_id}"
+        if ds_id == main:
+            raise ConfigError(f"{where}: the id is the main corpus's; give the paired dataset another id")
+        tok, of = entry["tokenizer"], ds_id
+        if isinstance(tok, str):
+            if tok in (main, "corpus"):
+                tok, of = config["tokenizer"], main
+            elif tok in entries and isinstance(entries[tok]["tokenizer"], dict):
+                tok, of = entries[tok]["tokenizer"], tok
+            else:
+                raise ConfigError(f"{where}.tokenizer: {tok!r} is not a dataset with its own tokenizer; name the main "
+                                  f"corpus (corpus, or its id {main}), a dataset whose tokenizer is a mapping, or give "
+                                  "a mapping")
+        out[ds_id] = {"corpus": {"id": ds_id, **entry["corpus"]}, "tokenizer": tok, "tokenizer_of": of,
+                      "layout": dict(entry["layout"])}
+    return out
+
+
+def _check_dataset(ds_id: str, ds: dict, source: str) -> None:
+    """A paired dataset: its tokenizer's kind and its corpus settings."""
+    where = f"{source}: datasets.{ds_id}"
+    tok = ds["tokenizer"]
+    try:
+        jsonschema.validate(tok, _schema()["properties"]["tokenizer"])
+    except jsonschema.ValidationError as e:
+        raise ConfigError(f"{where}.tokenizer: {e.message}") from None
+    corpus = ds["corpus"]
+    if corpus["source"] == "pairs" and "pairs" not in corpus:
+        raise ConfigError(f"{where}.corpus: source pairs needs a pairs section (task, n)")
+    if corpus["source"] == "sudoku":
+        if "sudoku" not in corpus:
+            raise ConfigError(f"{where}.corpus: source sudoku needs a sudoku section (tiers, n)")
+        if tok.get("kind") != "chars":
+            raise ConfigError(f"{where}.tokenizer: Sudoku grids are read one character per token; use "
+                              "{kind: chars, alphabet: '0123456789|'}")
+        external = corpus["sudoku"].get("external")
+        if external is not None and not Path(external).expanduser().is_file():
+            raise ConfigError(f"{where}.corpus.sudoku.external={external}: no such file; fix the path or drop it")
+    if corpus.get("pairs", {}).get("task") in ("translate", "summary"):
+        _check_corpus({**corpus, "source": "synthetic"}, where)
+    for split, spec in corpus.get("pairs", {}).get("local", {}).items():
+        if split not in ("train", "valid", "test"):
+            continue
+        for key, path in (spec.items() if isinstance(spec, dict) else [("", spec)]):
+            if not Path(path).expanduser().is_file():
+                raise ConfigError(f"{where}.corpus.pairs.local.{split}{'.' + key if key else ''}={path}: no such file; "
+                                  "fix the path")
 
 
 def _check_corpus(corpus: dict, source: str) -> None:
@@ -478,8 +615,11 @@ def run_config(config: dict, exp_id: str, seed: int) -> dict:
     if exp_id not in experiments:
         raise ConfigError(f"unknown experiment {exp_id!r}; the profile defines {sorted(experiments)}")
     exp = experiments[exp_id]
-    run = {"id": exp_id, "seed": seed, "corpus": config["corpus"], "tokenizer": config["tokenizer"],
+    data = datasets(config)[exp["data"]]
+    run = {"id": exp_id, "seed": seed, "corpus": data["corpus"], "tokenizer": data["tokenizer"],
            **{s: exp[s] for s in SECTIONS}, "model": explicit_model(exp["model"])}
+    if data["layout"] is not None:  # paired examples: source_len + target_len tokens per window
+        run["layout"] = dict(data["layout"])
     if exp["upstream"] is not None:  # the stage-1 run this one builds on, and its model with every default
         field = get_spec(exp["model"]["arch"]).upstream[0]
         run["model"][field] = explicit_model(exp["model"][field])

@@ -25,8 +25,8 @@ rule run_config:
 rule pretrain:
     input:
         config=f"{RUN}/config.json",
-        tokens=f"{DATA}/tokens/manifest.json",
-        tokenizer=f"{DATA}/tokenizer.json",
+        tokens=run_tokens,
+        tokenizer=run_tokenizer,
         upstream=upstream_final,
     output:
         weights=f"{RUN}/final/model.safetensors",

@@ -105,7 +105,7 @@ def test_profile_with_ncm_experiments_validates_and_writes_every_default(tmp_pat
 @pytest.mark.parametrize("exp,key,value,message", [
     ("ncm_tok_t", "model.n_scales", 300, "model.n_scales=300"),
     ("ncm_tok_t", "model.scale_lengths", [1, 8, 64], "model.scale_lengths"),
-    ("ncm_tok_t", "model.seq_len", 128, "upstream 'ncm_tok_t' has model.seq_len=128"),  # a tokenizer of another L
+    ("ncm_tok_t", "model.seq_len", 128, "upstream 'ncm_tok_t' has a window of 128 tokens"),  # a tokenizer of another L
     ("ncm_tok_t", "train.loss_weights", {"ntp": 1.0}, "train.loss_weights.ntp"),
 ])
 def test_profile_validation_refuses_bad_ncm_settings(tmp_path, exp, key, value, message):

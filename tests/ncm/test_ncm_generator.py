@@ -151,7 +151,7 @@ def test_sampling_makes_exactly_K_calls_each_on_its_scale(attention, monkeypatch
     model = generator(attention=attention)
     seen = []
     real = model.backbone
-    monkeypatch.setattr(model, "backbone", lambda x, *args: (seen.append(x.shape[1]), real(x, *args))[1])
+    monkeypatch.setattr(model, "backbone", lambda x, *args, **kw: (seen.append(x.shape[1]), real(x, *args, **kw))[1])
     calls = model.calls
     out = sample(model, 5, generator=torch.Generator().manual_seed(0))
     assert out["nfe"] == model.K == 4 and len(seen) == 4 and model.calls == calls + 4 and model.training

@@ -156,3 +156,27 @@ def test_reconstruction_accuracy_rises_with_the_scales_used():
     assert sorted(acc) == [1, 2, 3, 4] and model.training  # the mode is restored
     assert all(acc[k + 1] >= acc[k] - 0.02 for k in range(1, 4)), acc
     assert acc[4] > acc[1] + 0.3 and acc[4] > before[4] + 0.3, (before, acc)
+
+
+def test_dead_codes_restart_from_the_data_and_usage_is_an_ema():
+    model = tokenizer(dead_code_threshold=0.5, dead_code_decay=0.9).train()
+    x = batch(n=8)
+    before = [book.weight.detach().clone() for book in model.codebooks]
+    seen = {}
+    real = model.restart_dead_codes
+    model.restart_dead_codes = lambda u, k: (seen.__setitem__(k, u.detach().clone()), real(u, k))[1]
+    model(x, x)
+    for k, book in enumerate(model.codebooks):  # step one: every code was dead, so every code is a data vector
+        flat = seen[k].reshape(-1, seen[k].shape[-1])
+        assert (book.weight.detach()[:, None] == flat[None]).all(-1).any(1).all()
+        assert not torch.allclose(book.weight, before[k])
+    usage = model.code_usage.clone()
+    codes = model.eval().encode(x)  # eval: no restart, no counting
+    assert torch.equal(model.code_usage, usage)
+    uniform = 8 * model.lengths[0] / 16
+    hit = torch.bincount(codes[0].flatten(), minlength=16).float()
+    torch.testing.assert_close(usage[0], 0.9 * uniform + 0.1 * hit)  # restarted at the uniform rate, then the EMA
+    off = tokenizer(dead_code_threshold=0.0).train()
+    weights = [b.weight.detach().clone() for b in off.codebooks]
+    off(x, x)
+    assert all(torch.equal(b.weight, w) for b, w in zip(off.codebooks, weights)) and not off.code_usage.any()

@@ -1,0 +1,55 @@
+"""Conditional generation of a trained run on its paired test split, scored (the DAG's ``cond`` evaluations).
+
+    python -m evals.conditional --run-dir results/runs/ncm_wmt_s/seed0 --tokenizer results/data/world/tokenizer.json \\
+        --tokens results/data/world_translate/tokens --eval cond_mbr8 --settings '{"examples": 200}' \\
+        --out results/runs/ncm_wmt_s/seed0/eval/cond_mbr8.json
+
+Exit status 0 on success, 1 with a one-line error.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from common.errors import ReproError
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m evals.conditional", description=__doc__.split("\n\n")[0])
+    p.add_argument("--run-dir", required=True, help="the run folder (its final/ is evaluated)")
+    p.add_argument("--tokenizer", required=True, help="the run's tokenizer.json")
+    p.add_argument("--tokens", required=True, help="the run's paired token folder (its corpus/ beside it)")
+    p.add_argument("--eval", default="cond", help="cond, cond_mbr<n>, cond_cfg<w> or both (cond_mbr16_cfg1.5)")
+    p.add_argument("--settings", default="{}", help="JSON: the profile's conditional section")
+    p.add_argument("--out", required=True, help="result JSON; the samples go beside it as <stem>.samples.jsonl")
+    p.add_argument("--threads", type=int, help="torch threads")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
+    try:
+        import torch
+
+        from evals.conditional import ConditionalEvalError, evaluate_conditional
+
+        if a.threads:
+            torch.set_num_threads(a.threads)
+        try:
+            settings = json.loads(a.settings)
+        except json.JSONDecodeError as e:
+            raise ConditionalEvalError(f"--settings: not JSON ({e}); pass the profile's conditional section") from e
+        run = Path(a.run_dir)
+        r = evaluate_conditional(run / "final" if (run / "final").is_dir() else run, a.tokenizer, a.tokens, a.out,
+                                 settings, a.eval)
+        print(json.dumps(r["metrics"], indent=1))
+        return 0
+    except ReproError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
