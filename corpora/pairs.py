@@ -8,7 +8,7 @@ manifest. Sources (``corpus.source``):
   - ``translate`` / ``summary``: generated from the synthetic world's semantics
     (``corpora.synthetic.pairs``): a sentence rendered in the second lexicon with verb-final order ->
     the same sentence in English (the WMT14 De-En analogue), a document -> a summary rendered from its
-    key records (the XSum analogue). The references are exact;
+    key records (the XSum analogue). The references are exact; no pair is in two splits (``_disjoint``);
   - ``xsum`` (EdinburghNLP/xsum: document -> summary) and ``wmt14_deen`` (wmt/wmt14 de-en: German ->
     English, E2D2's set, ``../shared/reported/EVAL_NOTES.md``), streamed through ``datasets`` by name,
     or read from ``pairs.local`` files for an offline machine: per split a jsonl (``source_field`` /
@@ -115,8 +115,8 @@ def pair_documents(corpus_cfg: dict) -> dict[str, Iterator[dict]]:
         from corpora.synthetic import WorldConfig
         from corpora.synthetic.pairs import pair_split
 
-        world = WorldConfig(**corpus_cfg.get("synthetic", {}))
-        return {s: pair_split(world, s, corpus_cfg.get("seed", 0), task, n[s]) for s in SPLITS}
+        world, seed = WorldConfig(**corpus_cfg.get("synthetic", {})), corpus_cfg.get("seed", 0)
+        return _disjoint({s: pair_split(world, s, seed, task) for s in SPLITS}, n)
     if task not in HF_PAIRS:
         raise CorpusError(f"corpus.pairs.task={task!r}: use one of {sorted(WORLD_TASKS + tuple(HF_PAIRS))}")
     spec = HF_PAIRS[task]
@@ -125,7 +125,27 @@ def pair_documents(corpus_cfg: dict) -> dict[str, Iterator[dict]]:
         fields = local.get("source_field", spec.source), local.get("target_field", spec.target)
         return {s: islice(_local_split(local[s], *fields), n[s]) for s in SPLITS}
     return {s: islice((_pair(_field(r, spec.source, spec.path), _field(r, spec.target, spec.path), spec.path)
-                       for r in _stream(spec.path, spec.name, spec.splits[s])), n[s]) for s in SPLITS}
+                       for r in _stream(spec.path, spec.name, spec.splits[s], "corpus.pairs.local")), n[s])
+            for s in SPLITS}
+
+
+def _disjoint(rows: dict[str, Iterator[dict]], n: dict) -> dict[str, Iterator[dict]]:
+    """The first ``n[split]`` pairs of each split with no (source, target) pair of an earlier split in
+    precedence test, valid, train: the world repeats short sentences across documents (with the embedded
+    sizes 16 of 200 test translation pairs also occur in train), so a test pair is never trained on."""
+    seen: set[tuple[str, str]] = set()
+    out = {}
+    for split in ("test", "valid"):
+        kept = []
+        for row in rows[split]:
+            if len(kept) == n[split]:
+                break
+            if (row["source"], row["target"]) not in seen:
+                kept.append(row)
+        seen |= {(r["source"], r["target"]) for r in kept}
+        out[split] = iter(kept)
+    out["train"] = islice((r for r in rows["train"] if (r["source"], r["target"]) not in seen), n["train"])
+    return {split: out[split] for split in SPLITS}
 
 
 def sudoku_documents(corpus_cfg: dict) -> dict[str, Iterator[dict]]:

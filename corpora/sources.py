@@ -48,14 +48,14 @@ class CorpusError(ReproError, RuntimeError):
     """A corpus cannot be read: unknown name, missing file, wrong format."""
 
 
-def _stream(path: str, name: str | None, split: str, **kwargs) -> Iterator[dict]:
+def _stream(path: str, name: str | None, split: str, local_key: str = "corpus.local", **kwargs) -> Iterator[dict]:
     import datasets
 
     try:
         return iter(datasets.load_dataset(path, name, split=split, streaming=True, **kwargs))
     except (FileNotFoundError, ConnectionError, OSError, ValueError) as e:
         raise CorpusError(f"cannot open {path}{'/' + name if name else ''} split {split!r}: {e}. Offline? "
-                          "Point corpus.local at downloaded files instead") from e
+                          f"Point {local_key} at downloaded files instead") from e
 
 
 def _texts(rows: Iterator[dict], field: str, where: str) -> Iterator[dict]:

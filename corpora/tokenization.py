@@ -85,8 +85,9 @@ def load_tokenizer(tokenizer_cfg: dict, path: Path | None = None) -> LoadedToken
             tok = Tokenizer.from_file(str(path))
         except Exception as e:
             raise TokenizerError(f"{path}: unreadable tokenizer ({e}); delete it and re-run 'tokenizer'") from e
-        return LoadedTokenizer(lambda texts: [e.ids for e in tok.encode_batch(texts)], tok.decode,
-                               tok.get_vocab_size(), tok.token_to_id(EOT), sha256_file(path))
+        encode = (lambda texts: [e.ids for e in tok.encode_batch(texts)]) if tokenizer_cfg["kind"] == "bpe" \
+            else _strict_chars(tok)
+        return LoadedTokenizer(encode, tok.decode, tok.get_vocab_size(), tok.token_to_id(EOT), sha256_file(path))
     from transformers import AutoTokenizer
 
     name = PRETRAINED.get(tokenizer_cfg["name"], tokenizer_cfg["name"])
@@ -125,6 +126,22 @@ def _write_splits(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, body, e
                 "corpus_sha256": sha256_file(corpus_dir / "manifest.json"), **(extra or {}), "splits": splits}
     atomic_write_json(out_dir / "manifest.json", manifest)
     return manifest
+
+
+def _strict_chars(tok):
+    """A character tokenizer's encoder that refuses characters outside its alphabet (its WordLevel model
+    would map them to <|endoftext|> in silence)."""
+    alphabet = set(tok.get_vocab()) - {EOT}
+
+    def encode(texts: list[str]) -> list[list[int]]:
+        for text in texts:
+            bad = set(text) - alphabet
+            if bad:
+                raise TokenizerError(f"character {min(bad)!r} of {text[:40]!r} is not in the tokenizer's alphabet "
+                                     f"{''.join(sorted(alphabet))!r}; add it to tokenizer.alphabet or clean the corpus")
+        return [e.ids for e in tok.encode_batch(texts)]
+
+    return encode
 
 
 def tokenize_corpus(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, batch_docs: int = 1000) -> dict:

@@ -26,6 +26,7 @@ from torch import nn
 
 from models.conceptlm import ConceptLM, ConceptOptions, concept_lm_flops_per_token
 from models.contextlm import ContextOptions
+from models.dlcm import DLCM, DLCMOptions, dlcm_flops_per_token
 from models.llama import LlamaConfig
 from models.mdlm import MDLM, MDLMOptions, mdlm_flops_per_token
 from models.mtp import MTPLM, MTPOptions, mtp_flops_per_token
@@ -51,6 +52,7 @@ FAMILIES = {  # family: (options mixed into the backbone config, model, FLOPs fo
     "conceptlm": (ConceptOptions, ConceptLM, concept_lm_flops_per_token),
     "contextlm": (ContextOptions, ConceptLM, concept_lm_flops_per_token),
     "mtp": (MTPOptions, MTPLM, mtp_flops_per_token),
+    "dlcm": (DLCMOptions, DLCM, dlcm_flops_per_token),  # DLCM (arXiv 2512.24617): models/dlcm.py
 }
 
 

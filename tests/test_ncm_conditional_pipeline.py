@@ -18,7 +18,17 @@ from tests.test_workflow import ROOT, SNAKEMAKE, built, dry_run
 K, L, P = 4, 16, 32
 
 
-def conditional_profile() -> dict:
+def external_csv(path: Path) -> Path:
+    """Three puzzles in the Kaggle quizzes,solutions format (81 characters, 0 = empty)."""
+    from corpora.sudoku import generate
+
+    rows = generate(3, 33, seed=7, stream=5)
+    path.write_text("quizzes,solutions\n" + "".join(f"{r['source'].replace('|', '')},{r['target'].replace('|', '')}\n"
+                                                     for r in rows))
+    return path
+
+
+def conditional_profile(external: Path | None = None) -> dict:
     config = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
     config["profile"] = "micro"
     config["corpus"]["synthetic"] = {"train_docs": 60, "valid_docs": 10, "test_docs": 10}
@@ -27,7 +37,8 @@ def conditional_profile() -> dict:
         "tr": {"corpus": {"source": "pairs", "seed": 0, "synthetic": {"train_docs": 60, "valid_docs": 10, "test_docs": 10},
                           "pairs": {"task": "translate", "n": {"train": 300, "valid": 20, "test": 20}}},
                "tokenizer": "corpus", "layout": {"source_len": P, "target_len": L}},
-        "sd": {"corpus": {"source": "sudoku", "seed": 0, "sudoku": {"tiers": ["easy", "hard"], "n": {"train": 20, "valid": 4, "test": 4}}},
+        "sd": {"corpus": {"source": "sudoku", "seed": 0, "sudoku": {"tiers": ["easy", "hard"], "n": {"train": 20, "valid": 4, "test": 4},
+                                                                   **({"external": str(external)} if external else {})}},
                "tokenizer": {"kind": "chars", "alphabet": "0123456789|"}, "layout": {"source_len": 89, "target_len": 89}},
     }
     config["defaults"]["model"].update(seq_len=L, d_model=32, n_layer=1, n_head=2)
@@ -53,8 +64,13 @@ def conditional_profile() -> dict:
 
 
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory) -> Path:
-    return built(tmp_path_factory, "ncm_cond", conditional_profile(), "ncm")
+def external(tmp_path_factory) -> Path:
+    return external_csv(tmp_path_factory.mktemp("external") / "puzzles.csv")
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory, external) -> Path:
+    return built(tmp_path_factory, "ncm_cond", conditional_profile(external), "ncm")
 
 
 @pytest.mark.slow
@@ -82,18 +98,22 @@ def test_each_generator_records_its_calls_beside_its_scores(workdir):
     for m in (cond, mbr, cfg, ar, mdlm):
         assert m["samples/n"] == 6 and 0 <= m["test/bleu"] <= 100 and 0 <= m["test/rougeL"] <= 1 and m["samples/time_s"] > 0
     board = result(workdir, "sd_ar", "cond")["metrics"]
-    assert {"easy/board_acc", "hard/board_acc", "test/board_acc"} <= set(board) and board["easy/n"] == 3
+    assert {"easy/board_acc", "hard/board_acc", "external/board_acc", "test/board_acc"} <= set(board)
+    assert board["easy/n"] == board["external/n"] == 2 and board["ceiling/board_acc"] == 1.0  # 6 examples, 3 tiers
     samples = (workdir / "results/micro/runs/sd_ar/seed0/eval/cond.samples.jsonl").read_text().splitlines()
-    assert {json.loads(s)["tier"] for s in samples} == {"easy", "hard"}
+    assert {json.loads(s)["tier"] for s in samples} == {"easy", "hard", "external"}
 
 
 @pytest.mark.slow
-def test_a_changed_dataset_reruns_only_what_reads_it(workdir):
-    config = conditional_profile()
+def test_a_changed_dataset_reruns_only_what_reads_it(workdir, external):
+    config = conditional_profile(external)
     config["datasets"]["sd"]["corpus"]["sudoku"]["n"]["train"] = 21
     planned, console = dry_run(workdir, config, "ncm")
     assert planned == {"sd_tok", "sd_ar"}
     assert "dataset=sd" in console and "dataset=tr" not in console
+    external.write_text("".join(external.read_text().splitlines(keepends=True)[:-1]))  # an edited file, same path
+    planned, console = dry_run(workdir, conditional_profile(external), "ncm")
+    assert planned == {"sd_tok", "sd_ar"} and "rule corpus" in console
 
 
 @pytest.mark.slow

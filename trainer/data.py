@@ -162,14 +162,15 @@ def view(manifest: dict, run_cfg: dict, tokens_dir: Path) -> View:
                     f"{P + L} (source and target) or {L} (the targets only)")
 
 
-def mask_source(targets: torch.Tensor, n_source: int) -> torch.Tensor:
-    """Next-token targets of paired windows with every target that is not a target-side token set to
-    -100 (not scored): those predicted from the first source_len - 1 positions, and the last one (the
-    next example's first token). Unchanged for a plain stream (``n_source`` 0)."""
-    if not n_source:
+def mask_source(targets: torch.Tensor, view: View) -> torch.Tensor:
+    """Next-token targets of paired windows with every target that is not a token of this example's
+    target set to -100 (not scored): those predicted from the first source_len - 1 positions, and the
+    last one (the next example's first token). Unchanged for a plain stream."""
+    if view.stride == view.seq_len and not view.offset and not view.n_source:
         return targets
     targets = targets.clone()
-    targets[:, :n_source - 1] = -100
+    if view.n_source:
+        targets[:, :view.n_source - 1] = -100
     targets[:, -1] = -100
     return targets
 

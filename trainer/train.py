@@ -14,6 +14,7 @@ the loss term; the last good checkpoint stays on disk.
 from __future__ import annotations
 
 import fcntl
+import json
 import math
 import os
 import signal
@@ -56,11 +57,28 @@ def learning_rate(step: int, t: dict) -> float:
 
 
 def make_optimizer(model: torch.nn.Module, t: dict) -> torch.optim.AdamW:
-    """AdamW; weight decay on matrices only (not on biases, norm gains)."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": t["weight_decay"]},
-              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    """AdamW; weight decay on matrices only (not on biases, norm gains). A model with its own parameter
+    groups (``param_groups(lr, weight_decay, eps)``: DLCM's decoupled muP) sets them; each group's
+    ``lr_mult`` scales the schedule (``Trainer.step``)."""
+    if hasattr(model, "param_groups"):
+        groups = model.param_groups(t["lr"], t["weight_decay"], t["eps"])
+    else:
+        params = [p for p in model.parameters() if p.requires_grad]
+        groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": t["weight_decay"]},
+                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=t["lr"], betas=tuple(t["betas"]), eps=t["eps"], fused=True)
+
+
+def read_json_if_any(path: Path) -> dict:
+    """The JSON object in ``path``, or {} when there is no such file."""
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def step_scope(model: torch.nn.Module):
+    """A model's per-optimizer-step context: DLCM's global parser accumulates its boundary statistics
+    over the micro-batches of one step (``parser_stats.window()``); nothing for other models."""
+    stats = getattr(model, "parser_stats", None)
+    return stats.window() if stats is not None else nullcontext()
 
 
 class Trainer:
@@ -129,6 +147,10 @@ class Trainer:
         if upstream is None:
             return
         upstream = Path(upstream)
+        theirs = read_json_if_any(upstream / "manifest.json").get("data", {}).get("tokenizer_sha256")
+        if theirs is not None and theirs != self.binding["data"]["tokenizer_sha256"]:
+            raise ReproError(f"{upstream}: that run read the ids of tokenizer {theirs[:12]}, this run's tokens are of "
+                             f"{self.binding['data']['tokenizer_sha256'][:12]}; build on a run of the same tokenizer")
         self.model.load_upstream(upstream)
         self.binding["upstream"] = {**expected, "model_sha256": sha256_file(upstream / "model.safetensors")}
 
@@ -137,33 +159,34 @@ class Trainer:
         first = step * self.t["batch_size"] + (micro_index * self.world + self.rank) * self.micro
         starts = self.order.window_starts(first, self.micro) + self.view.offset
         x, y = gather_windows(self.train_tokens, starts, self.seq_len)
-        y = mask_source(y, self.view.n_source)
+        y = mask_source(y, self.view)
         return x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
 
     def step(self, step: int) -> dict:
         weights = self.t["loss_weights"]
         totals: dict[str, float] = {}
         monitors: dict[str, float] = {}
-        for j in range(self.accum):
-            x, y = self.batch(step, j)
-            skip_sync = self.ddp is not None and j < self.accum - 1  # all-reduce once, on the last micro-batch
-            with (self.ddp.no_sync() if skip_sync else nullcontext()), self.autocast():
-                out = self.forward(x, y)
-                losses = out["losses"]
-                total = sum(weights.get(name, 1.0) * value for name, value in losses.items())
-            for name, value in losses.items():
-                if not torch.isfinite(value):
-                    raise NonFiniteLossError(self._nonfinite(step, f"loss '{name}' = {value.item()}"))
-                totals[name] = totals.get(name, 0.0) + value.item() / self.accum
-            for name, value in out.get("metrics", {}).items():  # e.g. codebook usage; logged, not optimised
-                monitors[name] = monitors.get(name, 0.0) + float(value) / self.accum
-            (total / self.accum).backward()
+        with step_scope(self.model):  # DLCM's global parser: statistics over this step's micro-batches
+            for j in range(self.accum):
+                x, y = self.batch(step, j)
+                skip_sync = self.ddp is not None and j < self.accum - 1  # all-reduce once, on the last micro-batch
+                with (self.ddp.no_sync() if skip_sync else nullcontext()), self.autocast():
+                    out = self.forward(x, y)
+                    losses = out["losses"]
+                    total = sum(weights.get(name, 1.0) * value for name, value in losses.items())
+                for name, value in losses.items():
+                    if not torch.isfinite(value):
+                        raise NonFiniteLossError(self._nonfinite(step, f"loss '{name}' = {value.item()}"))
+                    totals[name] = totals.get(name, 0.0) + value.item() / self.accum
+                for name, value in out.get("metrics", {}).items():  # e.g. codebook usage; logged, not optimised
+                    monitors[name] = monitors.get(name, 0.0) + float(value) / self.accum
+                (total / self.accum).backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.t["grad_clip"] or float("inf"))
         if not torch.isfinite(grad_norm):
             raise NonFiniteLossError(self._nonfinite(step, f"gradient norm = {grad_norm.item()}"))
         lr = learning_rate(step, self.t)
         for group in self.opt.param_groups:
-            group["lr"] = lr
+            group["lr"] = lr * group.get("lr_mult", 1.0)
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
         if self.world > 1:  # log the global mean, not rank 0's share
@@ -197,7 +220,7 @@ class Trainer:
         total = 0.0
         for i in range(0, n, self.micro):
             x, y = gather_windows(self.valid_tokens, starts[i:i + self.micro], self.seq_len)
-            y = mask_source(y, self.view.n_source)
+            y = mask_source(y, self.view)
             with self.autocast():
                 total += self.model(x.to(self.device), y.to(self.device))["losses"][self.primary].item() * len(x)
         self.model.train()

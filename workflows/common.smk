@@ -88,6 +88,15 @@ def upstream_flag(wildcards, input):
 # any other entry is a transformers hub name or folder, passed as it is.
 GENPPL = genppl_settings(PROFILE)
 CONDITIONAL = PROFILE.get("conditional", {})  # evals/conditional fills in its defaults
+
+
+def conditional_json(wildcards):
+    """The conditional settings an experiment's evaluations read: masked diffusion's ``steps`` only for
+    mdlm_* runs, so changing it re-runs no other evaluation."""
+    settings = dict(CONDITIONAL)
+    if not EXPERIMENTS[wildcards.experiment]["model"]["arch"].startswith("mdlm_"):
+        settings.pop("steps", None)
+    return json.dumps(settings, sort_keys=True)
 JUDGES = f"{OUT}/judges"
 
 
@@ -112,6 +121,18 @@ def data_settings_json(wildcards):
     if ds["layout"] is not None:
         settings["layout"] = ds["layout"]
     return json.dumps(settings, sort_keys=True)
+
+
+def corpus_files(wildcards):
+    """The local files a dataset's corpus reads: inputs of the corpus rule, so an edited file (not only
+    a changed path) rebuilds the corpus and everything trained on it."""
+    corpus = DATASETS[wildcards.dataset]["corpus"]
+    specs = [corpus["local"][s] for s in ("train", "valid", "test")] if corpus["source"] == "local" else []
+    local = corpus.get("pairs", {}).get("local", {})
+    specs += [local[s] for s in ("train", "valid", "test") if s in local]
+    files = [f for spec in specs for f in (spec.values() if isinstance(spec, dict) else [spec])]
+    external = corpus.get("sudoku", {}).get("external")
+    return files + ([external] if external else [])
 
 
 def tokenizer_file(dataset):

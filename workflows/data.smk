@@ -17,7 +17,8 @@ rule data_settings:
 
 rule corpus:
     input:
-        f"{DS}/settings.json",
+        settings=f"{DS}/settings.json",
+        files=corpus_files,
     output:
         multiext(f"{DS}/corpus/", "train.jsonl", "valid.jsonl", "test.jsonl", "manifest.json"),
     params:
@@ -28,7 +29,7 @@ rule corpus:
     conda:
         ENV
     shell:
-        logged("{params.cli} corpus --settings {input} --out {params.out}")
+        logged("{params.cli} corpus --settings {input.settings} --out {params.out}")
 
 
 rule tokenizer:

@@ -101,7 +101,7 @@ rule evaluate_conditional:
     params:
         python=PYTHON,
         run_dir=folder_of_input("weights", up=2),
-        settings=json.dumps(CONDITIONAL, sort_keys=True),
+        settings=conditional_json,
         tokens=folder_of_input("tokens"),
     log:
         f"{RUN}/logs/eval_{{cond}}.log",

@@ -168,6 +168,9 @@ def validate(config, source: str = "config") -> dict:
     schema = _schema()
     _check_schema(config, schema, config, source)
     experiments = resolve(config, source)
+    for ds_id, ds in datasets(config, source).items():  # the data before the experiments that read it
+        if ds["layout"] is not None:
+            _check_dataset(ds_id, ds, source)
     section_schema = {"$defs": schema["$defs"], "type": "object",
                       "properties": {s: {"$ref": f"#/$defs/{s}"} for s in SECTIONS}}
     for exp_id, exp in experiments.items():
@@ -179,10 +182,28 @@ def validate(config, source: str = "config") -> dict:
             raise ConfigError(str(e) if str(e).startswith(source) else f"{source}: experiments[{exp_id}]: {e}") from None
     _check_genppl(config, experiments, source)
     _check_corpus(config["corpus"], source)
-    for ds_id, ds in datasets(config, source).items():
-        if ds["layout"] is not None:
-            _check_dataset(ds_id, ds, source)
+    _check_upstream_data(config, experiments, source)
     return config
+
+
+def _check_upstream_data(config: dict, experiments: dict, source: str) -> None:
+    """A run and the run it builds on read token ids of the same tokenizer (the frozen NCM tokenizer reads
+    the generator's ids), and an NCM generator continues only an upstream generator whose source
+    prefix it shares (none, or the same length)."""
+    tokenizer_of = {ds_id: ds["tokenizer_of"] for ds_id, ds in datasets(config, source).items()}
+    for exp_id, exp in experiments.items():
+        if exp["upstream"] is None:
+            continue
+        up = experiments[exp["upstream"]["experiment"]]
+        where = f"{source}: experiments[{exp_id}]"
+        if tokenizer_of[up["data"]] != tokenizer_of[exp["data"]]:
+            raise ConfigError(f"{where}: upstream {up['id']!r} reads {up['data']} (tokenizer of {tokenizer_of[up['data']]}) "
+                              f"and this experiment {exp['data']} (tokenizer of {tokenizer_of[exp['data']]}); build on a "
+                              "run of the same tokenizer")
+        theirs, ours = up["model"].get("prefix_len", 0), exp["model"].get("prefix_len", 0)
+        if up["model"].get("arch") == exp["model"].get("arch") and theirs not in (0, ours):
+            raise ConfigError(f"{where}: upstream {up['id']!r} has model.prefix_len={theirs} and this experiment {ours}; "
+                              "continue an unconditional generator or one with the same source length")
 
 
 _RELATIVE = re.compile(r"^[+-][0-9]+$")
@@ -331,7 +352,8 @@ def _attach_upstream(exp: dict, resolved: dict, source: str, chain: tuple = ()) 
     if handed.get("seq_len") != window:
         raise ConfigError(f"{where}: upstream {up_id!r} has a window of {handed.get('seq_len')} tokens and this "
                           f"experiment's target window is {window} (model.seq_len - model.prefix_len); give both the "
-                          "same window or build on another upstream")
+                          "same window (on paired data: set model.prefix_len to the dataset's source_len) or build on "
+                          "another upstream")
     exp["model"][field] = copy.deepcopy(handed)
     exp["upstream"] = {"experiment": up_id, "seed": upstream["seeds"][0]}
 
@@ -449,6 +471,13 @@ def _check_data(config: dict, exp: dict, spec, typed) -> None:
         if "_cfg" in name and kind != "ncm":
             raise ConfigError(f"evals: {name}: classifier-free guidance is NCM's (model.arch={spec.name}); use cond or "
                               "cond_mbr<n>")
+        if "_cfg" in name and not typed.cond_dropout:
+            raise ConfigError(f"evals: {name}: guidance needs the null condition, never trained with "
+                              "model.cond_dropout=0; set it (0.1) or drop the guided eval")
+        scales = re.match(r"^cond_k([0-9]+)", name)
+        if scales and int(scales[1]) > typed.tokenizer_config.K:
+            raise ConfigError(f"evals: {name} completes the first {scales[1]} real scales and the tokenizer has K="
+                              f"{typed.tokenizer_config.K}; use j <= K")
     P, L = layout["source_len"], layout["target_len"]
     other = [name for name in exp["evals"] if not CONDITIONAL.match(name) and name not in PAIRED_EVALS]
     if other:
@@ -493,6 +522,9 @@ def _check_genppl(config: dict, experiments: dict, source: str) -> None:
             from models.hf_gpt2 import gpt2_mismatch
             from models.registry import model_config
 
+            if experiments[judge]["data"] != config["corpus"]["id"]:
+                raise ConfigError(f"{source}: genppl.judges: experiment {judge!r} trains on {experiments[judge]['data']}; "
+                                  "a judge scores free text: train it on the main corpus")
             model = experiments[judge]["model"]
             mismatch = ("arch", model.get("arch")) if model.get("arch") != "gpt2" else gpt2_mismatch(
                 model_config({k: v for k, v in model.items() if k != "seq_len"}, vocab_size=257,
@@ -525,8 +557,8 @@ def datasets(config: dict, source: str = "config") -> dict[str, dict]:
     entries = config.get("datasets", {})
     for ds_id, entry in entries.items():
         where = f"{source}: datasets.{ds_id}"
-        if ds_id == main:
-            raise ConfigError(f"{where}: the id is the main corpus's; give the paired dataset another id")
+        if ds_id in (main, "corpus"):
+            raise ConfigError(f"{where}: the id {ds_id!r} names the main corpus; give the paired dataset another id")
         tok, of = entry["tokenizer"], ds_id
         if isinstance(tok, str):
             if tok in (main, "corpus"):
@@ -556,9 +588,12 @@ def _check_dataset(ds_id: str, ds: dict, source: str) -> None:
     if corpus["source"] == "sudoku":
         if "sudoku" not in corpus:
             raise ConfigError(f"{where}.corpus: source sudoku needs a sudoku section (tiers, n)")
-        if tok.get("kind") != "chars":
-            raise ConfigError(f"{where}.tokenizer: Sudoku grids are read one character per token; use "
+        if tok.get("kind") != "chars" or not set("0123456789|") <= set(tok.get("alphabet", "")):
+            raise ConfigError(f"{where}.tokenizer: Sudoku grids are read one character per token of 0-9 and '|'; use "
                               "{kind: chars, alphabet: '0123456789|'}")
+        if min(ds["layout"]["source_len"], ds["layout"]["target_len"]) < 89:
+            raise ConfigError(f"{where}.layout: a Sudoku grid is 89 characters (81 digits, 8 row separators); set "
+                              "source_len and target_len to at least 89")
         external = corpus["sudoku"].get("external")
         if external is not None and not Path(external).expanduser().is_file():
             raise ConfigError(f"{where}.corpus.sudoku.external={external}: no such file; fix the path or drop it")
@@ -571,6 +606,9 @@ def _check_dataset(ds_id: str, ds: dict, source: str) -> None:
             if not Path(path).expanduser().is_file():
                 raise ConfigError(f"{where}.corpus.pairs.local.{split}{'.' + key if key else ''}={path}: no such file; "
                                   "fix the path")
+            if not key and Path(path).suffix not in (".jsonl", ".json", ".tsv"):
+                raise ConfigError(f"{where}.corpus.pairs.local.{split}={path}: a single pair file is .jsonl or .tsv; for "
+                                  "two line-aligned text files give {source: file, target: file}")
 
 
 def _check_corpus(corpus: dict, source: str) -> None:

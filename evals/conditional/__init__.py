@@ -15,7 +15,8 @@ NCM Tables 2 and 3 (seed 002 Sec. 4.3-4.4): summaries (ROUGE), translations (BLE
 3. Each target is cut at its first ``<|endoftext|>`` and decoded with the run's tokenizer; the metric
    follows the dataset's task (``evals.conditional.metrics``): translation BLEU (and ROUGE beside it),
    summary ROUGE-1/2/L (and BLEU), Sudoku whole-board accuracy per tier; ``test/exact`` (prediction ==
-   reference) for all.
+   reference) for all. ``ceiling/*``: the same metrics of the references as tokenized (cut to
+   ``target_len``), the best score the layout allows.
 
 Eval names (``parse_eval``): ``cond`` (settings' temperature, default 0 = argmax at every step / scale),
 ``cond_k<j>`` (NCM only, a diagnostic as ``genppl_k<j>``: the first j scales are the tokenizer's codes of
@@ -86,8 +87,9 @@ def task_of(run_cfg: dict) -> str:
 
 
 def test_examples(tokens_dir: Path, layout: dict, n: int) -> tuple[torch.Tensor, torch.Tensor, list[dict]]:
-    """(sources (m, source_len), targets (m, target_len) as tokenized, corpus rows) of the first
-    m = min(n, available) test examples."""
+    """(sources (m, source_len), targets (m, target_len) as tokenized, corpus rows) of the first n test
+    examples (fewer if the split is smaller); with tiers (Sudoku), the first ceil(n / tiers) of each
+    tier, so every tier (an external file's too, appended after the generated ones) is scored."""
     from trainer.data import open_split, read_manifest
 
     tokens_dir = Path(tokens_dir)
@@ -97,15 +99,21 @@ def test_examples(tokens_dir: Path, layout: dict, n: int) -> tuple[torch.Tensor,
         raise ConditionalEvalError(f"{corpus_dir}: not the corpus {tokens_dir} was made from; re-run the 'tokenize' rule")
     P, R = layout["source_len"], layout["source_len"] + layout["target_len"]
     tokens = open_split(tokens_dir, "test")
-    m = min(n, (len(tokens) - 1) // R)
-    records = np.asarray(tokens[:m * R], dtype=np.int64).reshape(m, R)
-    rows = []
     with open(corpus_dir / "test.jsonl") as f:
-        for line in f:
-            if len(rows) == m:
-                break
-            rows.append(json.loads(line))
-    return torch.from_numpy(records[:, :P].copy()), torch.from_numpy(records[:, P:].copy()), rows
+        rows = [json.loads(line) for line in f]
+    if len(rows) != (len(tokens) - 1) // R:
+        raise ConditionalEvalError(f"{corpus_dir / 'test.jsonl'} has {len(rows)} examples and {tokens_dir} "
+                                   f"{(len(tokens) - 1) // R}; re-run the 'tokenize' rule")
+    tiers = sorted({r["tier"] for r in rows if "tier" in r})
+    if tiers:
+        per_tier = -(-n // len(tiers))
+        chosen = [i for tier in tiers for i in [j for j, r in enumerate(rows) if r.get("tier") == tier][:per_tier]]
+        chosen.sort()
+    else:
+        chosen = list(range(min(n, len(rows))))
+    records = np.asarray(tokens[:len(rows) * R], dtype=np.int64).reshape(len(rows), R)[chosen]
+    return (torch.from_numpy(records[:, :P].copy()), torch.from_numpy(records[:, P:].copy()),
+            [rows[i] for i in chosen])
 
 
 def generate(model, kind: str, source: torch.Tensor, target_len: int, settings: dict, temperature: float,
@@ -184,6 +192,10 @@ def evaluate_conditional(final_dir: Path, tokenizer_path: Path, tokens_dir: Path
     if kind is None:
         raise ConditionalEvalError(f"{type(model).__name__} does not generate; use a token LM, ncm or mdlm_* run")
     tok = load_tokenizer(run_cfg["tokenizer"], Path(tokenizer_path))
+    trained_with = (manifest.get("data") or {}).get("tokenizer_sha256")
+    if trained_with and tok.sha256 != trained_with:
+        raise ConditionalEvalError(f"--tokenizer {tokenizer_path}: not the tokenizer the run in {final_dir} was trained "
+                                   f"with ({tok.sha256[:16]} vs {trained_with[:16]}); pass its dataset's tokenizer.json")
     sources, targets, rows = test_examples(Path(tokens_dir), layout, settings["examples"])
     given = None
     if "scales" in variant:
@@ -217,6 +229,9 @@ def evaluate_conditional(final_dir: Path, tokenizer_path: Path, tokens_dir: Path
             candidates_out.append(group)
     metrics = score(task, predictions, rows)
     signature = metrics.pop("details/bleu_signature", None)
+    ceiling = score(task, decode_targets(tok, targets), rows)  # the references as tokenized: the layout's cut
+    metrics.update({f"ceiling/{k.split('/', 1)[1]}": v for k, v in ceiling.items()
+                    if k.split("/", 1)[1] in ("exact", "bleu", "rougeL", "board_acc")})
     metrics.update({"samples/nfe": nfe * n_cand, "samples/calls_per_sample": nfe, "samples/candidates": n_cand,
                     "samples/time_s": elapsed, "samples/time_per_sample_s": elapsed / len(rows),
                     "model/params": manifest["non_embedding_params"]})

@@ -98,3 +98,23 @@ def test_guidance_is_refused_for_a_token_lm(tiny_pairs, trained_pair_run, tmp_pa
     with pytest.raises(ConditionalEvalError, match="guidance .* is NCM's"):
         evaluate_conditional(trained_pair_run / "final", tiny_pairs["tokenizer"], tiny_pairs["tokens"],
                              tmp_path / "x.json", {"examples": 2}, "cond_cfg2")
+
+
+def test_another_tokenizer_is_refused_before_generating(tiny_pairs, trained_pair_run, tmp_path):
+    from corpora.tokenization import train_chars
+
+    other = tmp_path / "chars.json"
+    train_chars("abc", other)
+    with pytest.raises(ConditionalEvalError, match="not the tokenizer the run .* was trained with"):
+        evaluate_conditional(trained_pair_run / "final", other, tiny_pairs["tokens"], tmp_path / "x.json", {}, "cond")
+    assert not (tmp_path / "x.samples.jsonl").exists()
+
+
+def test_a_character_outside_the_alphabet_is_refused(tmp_path):
+    from corpora.tokenization import TokenizerError, load_tokenizer, train_chars
+
+    train_chars("0123456789|", tmp_path / "t.json")
+    tok = load_tokenizer({"kind": "chars"}, tmp_path / "t.json")
+    assert tok.encode_batch(["12|3"]) == [[2, 3, 11, 4]] and tok.decode([2, 0, 3]) == "12"
+    with pytest.raises(TokenizerError, match="character 'x' .* not in the tokenizer's alphabet"):
+        tok.encode_batch(["5x3"])

@@ -52,11 +52,15 @@ def test_runs_read_whole_examples_or_the_targets_only(tiny_pairs, pair_run):
 
 
 def test_only_target_side_tokens_are_scored():
+    from trainer.data import View
+
     y = torch.arange(2 * (P + L)).view(2, P + L)
-    masked = mask_source(y, P)
+    masked = mask_source(y, View(P + L, 0, P + L, P))
     assert (masked[:, :P - 1] == -100).all() and (masked[:, -1] == -100).all()
     assert torch.equal(masked[:, P - 1:-1], y[:, P - 1:-1])  # the first target token is predicted from the source
-    assert mask_source(y, 0) is y
+    targets_only = mask_source(y[:, :L], View(P + L, P, L, 0))  # the next example's first token is not scored
+    assert (targets_only[:, -1] == -100).all() and torch.equal(targets_only[:, :-1], y[:, :L - 1])
+    assert mask_source(y, View(P + L, 0, P + L, 0)) is y
 
 
 def test_the_token_lm_loss_is_the_mean_over_scored_targets():
@@ -64,7 +68,9 @@ def test_the_token_lm_loss_is_the_mean_over_scored_targets():
     model = build_model({"arch": "gpt2", "d_model": 16, "n_layer": 1, "n_head": 2}, vocab_size=30, seq_len=P + L)
     x = torch.randint(0, 30, (3, P + L))
     y = torch.randint(0, 30, (3, P + L))
-    loss = model(x, mask_source(y, P))["losses"]["ntp"]
+    from trainer.data import View
+
+    loss = model(x, mask_source(y, View(P + L, 0, P + L, P)))["losses"]["ntp"]
     logits = model(x)["logits"]
     want = torch.nn.functional.cross_entropy(logits[:, P - 1:-1].flatten(0, 1), y[:, P - 1:-1].flatten())
     torch.testing.assert_close(loss, want, atol=1e-5, rtol=1e-5)

@@ -1,0 +1,599 @@
+"""DLCM: Dynamic Large Concept Models (arXiv 2512.24617v2), one model on any backbone's blocks.
+
+No code of the paper is public (``../shared/reported/dlcm/MISSING.md``); the sources are the v2 text as
+digested in ``reported/dlcm/CODE_NOTES.md`` (CN), the reading note ``seeds/003`` (S3), and H-Net's
+dynamic chunking (goombalab/hnet @ 3673fe12, digested in ``anchors/NCM_DLCM.md`` §4, cited as "H-Net
+<file>"). A token stream of the backbone's width ``d_model`` (d_token) wraps a wider concept stream
+(``d_concept``), in four stages (S3 "method steps", CN "Pipeline"):
+
+1. **encoder**: the first ``n_layer - decoder_layers`` backbone blocks, causal, on the token embeddings:
+   H = E(x), (B, T, d_token).
+2. **dynamic segmentation** (CN "Boundary predictor", §3.3): q_t = W_q h_t, k_t = W_k h_t (``d_scan``
+   wide, bias-free, identity-initialised as H-Net dc.py:50-59), p_t = (1 - cos(q_{t-1}, k_t)) / 2 and
+   p_1 = 1 (the first token always opens a segment). b_t = 1 means token t OPENS a new segment. Training
+   draws b_t ~ Bernoulli(p~_t) with the temperature-sharpened p~_t = sigmoid((logit p_t - logit tau) /
+   alpha); inference takes b_t = [p_t >= tau] (tau = ``boundary_threshold`` = 0.5). The rule-based
+   predictor (CN, §8.1) has no projections: p_t = (1 - cos(h_{t-1}, h_t)) / 2, b_t = [p_t >= tau] in
+   training and inference. Straight-through estimator (H-Net hnet.py STE, :20-30): the cross-attention
+   output of token t is multiplied by 1 + c_t - sg(c_t), c_t the probability of the decision taken
+   (p~_t if b_t else 1 - p~_t): 1 in value, and the LM gradient reaches the router through it (and through
+   the EMA below). ``router_lm_gradient: false`` cuts both: p then learns from L_aux alone (CN: "discrete
+   decision decoupled from LM loss", §3.3, against S3's account of CE gradients overpowering L_aux).
+3. **concepts**: every segment's encoder states are mean-pooled and mapped up, c_k = W_up mean_{t in
+   S_k} h_t (S3 Eq. 7), then a causal transformer of ``concept_layers`` backbone blocks of width
+   ``d_concept`` with ``concept_heads`` heads (Table 3: 16 layers, 3072, 48 heads, 24 KV heads) and a
+   final norm: Z = M(C). ``smoothing``: S(Z) of CN / S3 is unspecified (MISSING.md); ``ema`` is H-Net's
+   dechunk EMA (dc.py:239-313) over concepts, z~_j = p_j z_j + (1 - p_j) z~_{j-1} with p_j the boundary
+   probability of segment j's first token, clamped to [1e-4, 1 - 1e-4] (H-Net); ``none`` is Z itself.
+4. **decoder**: a cross-attention block from tokens to concepts (CN "Pipeline": Psi(H, Z~) =
+   softmax(QK^T / sqrt(d_head) + M) V W_O + H, Q from the tokens, K, V from the concepts, RMSNorm on Q and
+   K per head, Eq. 16; then an MLP of the token width, Table 3 "Interm. Size (Cross)"), then the
+   remaining ``decoder_layers`` backbone blocks, the final norm and the LM head.
+
+**Causality rule of the decoder's cross-attention.** Token t (in segment j(t), counted from 0) sees the
+concepts j < j(t), and a learned null concept (row 0 of the key/value sequence, so segment 0 attends to
+something). Equivalently: token t sees concept j iff every token of segment j is at or before t AND the
+boundary that closes segment j (b at the first token of segment j + 1) is at or before t. The second
+half is what makes it causal: a segment ending exactly at t is closed by b_{t+1}, which depends on token
+t + 1 (the target of position t), and its mean pools every token of the segment; a token may therefore
+never see its own segment's concept (NCM_DLCM.md §4.6a: CN's "j <= j(t)" with mean pooling leaks the
+target). Both the values (concept j depends on tokens <= the end of segment j < t) and the mask (which
+depends on b_{<=t}) are functions of tokens <= t. In eval mode the concept axis is padded to the input
+length, so the shapes of every computation are those of the input too and the logits at <= t are bit-
+identical whatever follows t; training pads to the batch's largest concept count (equal to float rounding).
+
+**Concept replication** (CN "Concept replication", Eq. 17): K, V of the null + M concepts are gathered to
+the T token positions -- position i holds the concept before its own segment, concept j(i) - 1 (the null
+for segment 0) -- and one causal T x T attention (``F.scaled_dot_product_attention(is_causal=True)``,
+the kernels the paper runs as FlashAttention varlen) gives each token exactly the visible set above.
+Under a causal mask concept j appears once per replicated position at or before t, so its softmax
+weight is multiplied by that count: replication computes softmax_j(q.k_j / sqrt(d) + log n_tj) v_j with
+n_tj = #{i <= t : j(i) - 1 = j}, a segment-length-weighted cross-attention (NCM_DLCM.md §4.6b), not
+Psi's plain cross-attention over M concepts. ``decoder_attention: mask`` is the explicit reference:
+cross-attention over the null + M concepts with the bias log n_tj (-inf where n_tj = 0: the mask), equal
+to replication in values and gradients (``tests/dlcm``); with ``concept_weighting: uniform`` it is
+Psi's plain masked cross-attention (bias 0 / -inf), which replication cannot express.
+
+**Compression loss** (CN "Global Parser", Eq. 10; H-Net utils/train.py:13-40): L_aux = R / (R - 1) [(R - 1)
+F G + (1 - F)(1 - G)] - 1 with F the fraction of boundaries (not differentiable) and G the mean p
+(differentiable), minimal (0) at F = G = 1 / R; the model returns lambda L_aux as loss ``aux``. ``parser:
+global`` (Table 4's Global Parser): F and G over the whole batch: ``all_reduce_parser_stats`` sums them
+over the data-parallel ranks (torch.distributed, when initialised) and ``ParserStats.window()`` adds up
+the micro-batches of an optimizer step. The value is the global one; G's gradient is the local mean's,
+which DDP's gradient average and the trainer's 1/accum turn into the global mean's. A micro-batch only
+sees the micro-batches before it (F is exact on the step's last one): the statistics of later
+micro-batches do not exist yet when an earlier one runs backward. ``parser: sequence`` (Table 4's
+"Normal"): F, G and L_aux per sequence, averaged. Metrics: ``ratio`` (realised tokens per concept),
+``boundary_rate`` (F), ``boundary_prob`` (G), its standard deviation and ``boundary_prob_mid`` (the
+share of p in [0.4, 0.6]: H-Net issue 17's p hovering at 0.5), ``aux_raw`` (L_aux before lambda).
+
+**Decoupled muP** (CN "Decoupled muP", §6.1). With ``mup_base_width`` = d_base: s_token = d_model / d_base,
+s_concept = d_concept / d_base. Hidden matrices (every matrix except the embeddings and the head) start
+with variance sigma^2 / s (std ``init_std`` / sqrt(s)) and train with the learning rate eta / s of their
+width; embeddings (``wte``, ``wpe``, the untied head, the null concept) and every vector (biases, norm
+gains) keep eta (CN: "embeddings/biases fixed eta"); the logits are (h W_unemb^T) / s_token; AdamW's eps
+is divided by s in the scaled groups. Token components (encoder, router, decoder) use s_token and
+eta_base^token; the concept backbone s_concept and eta_base^concept = ``mup_concept_lr_ratio`` x
+eta_base^token (§6.1.2: about equal). The two matrices between the widths are assigned by
+``mup_bridge``: ``fan_in`` (default: muP's Adam rule, eta and sigma^2 proportional to 1 / fan-in) puts
+W_up (d_token -> d_concept) with the token groups and the cross-attention's K/V (d_concept -> heads) with
+the concept groups; ``module`` puts W_up with the backbone and K/V with the decoder, as §6.1 lists
+modules. ``param_groups(base_lr, weight_decay)`` returns the optimizer groups (``lr_mult`` = the group's
+multiplier on the scheduled LR). Without ``mup_base_width`` both s are 1: the backbone's init, no logit
+scale, every group at base_lr.
+
+Not modelled (recorded here): the scaling law (Eq. 22; its P, the concept backbone's share of the
+parameters, is not a field), packed varlen training (the window is one sequence), FlashAttention varlen
+itself (SDPA's kernels stand in), the decay law. KV-cached decoding: generation recomputes the forward.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+
+from models.blocks import MLP, Block, Rotary, init_weights, make_norm
+from models.kernels import Linear
+from models.losses import linear_cross_entropy
+from models.token_lm import TokenLM, token_lm_flops_per_token
+
+CHOICES = {"boundary_predictor": ("learned", "rule"), "smoothing": ("ema", "none"),
+           "decoder_attention": ("replicate", "mask"), "concept_weighting": ("count", "uniform"),
+           "parser": ("global", "sequence"), "cross_layers": ("first", "every"), "mup_bridge": ("fan_in", "module")}
+P_CLAMP = 1e-6      # p clamped to [P_CLAMP, 1 - P_CLAMP] before its logit (sharpening)
+EMA_CLAMP = 1e-4    # H-Net dc.py: the EMA's p clamped to [1e-4, 1 - 1e-4]
+
+
+@dataclass(frozen=True)
+class DLCMOptions:
+    """DLCM fields, mixed into a backbone config (``models.registry``: ``dlcm_gpt2``, ``dlcm_pythia``,
+    ``dlcm_llama``). The backbone's ``d_model`` / ``n_head`` / ``n_kv_head`` are the token side (d_token,
+    Table 3: 1536, 24 heads, 12 KV heads) and its ``n_layer`` the token layers, encoder + decoder
+    (Table 3: 10 + 6). Sources: CN = reported/dlcm/CODE_NOTES.md, S3 = seeds/003, MISSING = MISSING.md."""
+    # --- widths and depths (Table 3) ---
+    d_concept: int | None = None          # None = 2 d_model (Table 3: 3072 = 2 x 1536)
+    concept_heads: int | None = None      # None = 2 n_head (Table 3: 48 = 2 x 24; the head width is kept)
+    concept_kv_heads: int | None = None   # None = the token side's grouping (Table 3: 24 of 48, as 12 of 24)
+    concept_layers: int | None = None     # None = n_layer (Table 3: backbone 16 = encoder 10 + decoder 6)
+    concept_mlp_hidden: int | None = None  # None = the backbone's MLP ratio at d_concept (Table 3 prints one 6144)
+    decoder_layers: int | None = None     # None = round(6/16 n_layer), >= 1 (Table 3: 6 of 16); encoder = the rest
+    cross_layers: str = "first"           # first: one cross block opens the decoder (CN's Psi, written once) |
+    #                                       every: one before each decoder layer (ours; Table 3's cross MLP fits both)
+    # --- boundaries (CN "Boundary predictor", §3.3; rule-based §8.1) ---
+    boundary_predictor: str = "learned"   # learned: q/k cosine router (§3.3; H-Net dc.py) | rule: adjacent h (§8.1)
+    boundary_threshold: float = 0.5       # tau: b = [p >= tau] at inference (§3.3: 0.5); the rule's tau (unreported)
+    boundary_temperature: float = 0.5     # alpha of the training Bernoulli (§3.3; unreported, MISSING: ours);
+    #                                       0 = the threshold in training too (H-Net dc.py samples nothing)
+    d_scan: int | None = None             # width of q, k (CN, unreported); None = d_model (H-Net: Linear(d, d))
+    router_lm_gradient: bool = True       # the LM loss reaches p (STE gate, EMA; H-Net; S3's CE-gradient account) |
+    #                                       false: p learns from L_aux alone (CN "decoupled from LM loss", §3.3)
+    # --- concepts and decoder ---
+    smoothing: str = "ema"                # S(Z) (CN, S3; unspecified, MISSING): ema = H-Net's dechunk EMA | none
+    decoder_attention: str = "replicate"  # replicate: concepts copied to token positions + causal SDPA (CN Eq. 17) |
+    #                                       mask: explicit masked cross-attention over the concepts (the reference)
+    concept_weighting: str = "count"      # count: what replication computes (module docstring) |
+    #                                       uniform: Psi's plain cross-attention (decoder_attention: mask only)
+    # --- compression loss (CN "Global Parser", Eq. 10; Table 4) ---
+    target_ratio: float = 4.0             # R tokens per concept (Table 4; §8.2 text says 2, INCONSISTENCIES #3)
+    aux_weight: float = 0.03              # lambda (§3.6; unreported, MISSING): H-Net PR #13's 0.03 (NCM_DLCM §4.4)
+    parser: str = "global"                # global: F, G over the distributed, accumulated batch (Table 4 Global
+    #                                       Parser) | sequence: per sequence, averaged (Table 4 "Normal")
+    # --- decoupled muP (CN "Decoupled muP", §6.1) ---
+    mup_base_width: int | None = None     # d_base (unreported, MISSING); None = no muP (s_token = s_concept = 1)
+    mup_concept_lr_ratio: float = 1.0     # eta_base^concept / eta_base^token (§6.1.2: about 1 on the 87M proxy)
+    mup_bridge: str = "fan_in"            # group of W_up and cross K/V: fan_in (muP's Adam rule; ours) |
+    #                                       module (by module, as §6.1 lists E, M, D)
+
+    def __post_init__(self):
+        super().__post_init__()
+        for key, allowed in CHOICES.items():
+            if getattr(self, key) not in allowed:
+                raise ValueError(f"model.{key}={getattr(self, key)!r}: use one of {list(allowed)}")
+        if self.concept_width < 1 or self.concept_n_head < 1 or self.concept_width % self.concept_n_head:
+            raise ValueError(f"model.d_concept={self.concept_width} is not divisible by model.concept_heads="
+                             f"{self.concept_n_head}; choose concept heads dividing d_concept")
+        if self.concept_n_kv_head < 1 or self.concept_n_head % self.concept_n_kv_head:
+            raise ValueError(f"model.concept_kv_heads={self.concept_n_kv_head} does not divide model.concept_heads="
+                             f"{self.concept_n_head}; choose a divisor (concept_heads itself = no grouping)")
+        if self.concept_depth < 1:
+            raise ValueError(f"model.concept_layers={self.concept_depth}: use at least 1 concept layer")
+        if not 0 <= self.n_decoder <= self.n_layer:
+            raise ValueError(f"model.decoder_layers={self.n_decoder} must be in [0, model.n_layer={self.n_layer}]; "
+                             "the encoder has the other n_layer - decoder_layers token layers")
+        if self.concept_mlp_hidden is not None and self.concept_mlp_hidden < 1:
+            raise ValueError(f"model.concept_mlp_hidden={self.concept_mlp_hidden}: use a positive width "
+                             "(None = the backbone's ratio)")
+        if self.scan_width < 1:
+            raise ValueError(f"model.d_scan={self.d_scan}: use a positive width (None = d_model)")
+        if not 0 < self.boundary_threshold < 1:
+            raise ValueError(f"model.boundary_threshold={self.boundary_threshold}: use 0 < threshold < 1 (0.5, §3.3)")
+        if self.boundary_temperature < 0:
+            raise ValueError(f"model.boundary_temperature={self.boundary_temperature}: use alpha >= 0 "
+                             "(0 = the threshold in training too)")
+        if self.target_ratio <= 1:
+            raise ValueError(f"model.target_ratio={self.target_ratio}: use R > 1 tokens per concept (4, Table 4); "
+                             "the loss divides by R - 1")
+        if self.aux_weight < 0:
+            raise ValueError(f"model.aux_weight={self.aux_weight}: use lambda >= 0 (0 = no compression loss)")
+        if self.concept_weighting == "uniform" and self.decoder_attention == "replicate":
+            raise ValueError("model.concept_weighting='uniform' cannot be computed by replication (it weights a "
+                             "concept by its copies); set model.decoder_attention: mask")
+        if self.mup_base_width is not None and self.mup_base_width < 1:
+            raise ValueError(f"model.mup_base_width={self.mup_base_width}: use a positive d_base (None = no muP)")
+        if self.mup_concept_lr_ratio <= 0:
+            raise ValueError(f"model.mup_concept_lr_ratio={self.mup_concept_lr_ratio}: use a positive ratio "
+                             "(about 1, §6.1.2)")
+
+    # resolved defaults -----------------------------------------------------------------------------
+    @property
+    def concept_width(self) -> int:
+        return self.d_concept or 2 * self.d_model
+
+    @property
+    def concept_n_head(self) -> int:
+        return self.concept_heads or 2 * self.n_head
+
+    @property
+    def concept_n_kv_head(self) -> int:
+        if self.concept_kv_heads is not None:
+            return self.concept_kv_heads
+        return max(1, self.concept_n_head * (self.n_kv_head or self.n_head) // self.n_head)
+
+    @property
+    def concept_depth(self) -> int:
+        return self.n_layer if self.concept_layers is None else self.concept_layers
+
+    @property
+    def concept_hidden(self) -> int:
+        if self.concept_mlp_hidden is not None:
+            return self.concept_mlp_hidden
+        return (self.mlp_hidden or self.mlp_ratio * self.d_model) * self.concept_width // self.d_model
+
+    @property
+    def n_decoder(self) -> int:
+        if self.decoder_layers is not None:
+            return self.decoder_layers
+        return min(self.n_layer, max(1, round(6 * self.n_layer / 16)))
+
+    @property
+    def n_cross(self) -> int:
+        return 1 if self.cross_layers == "first" else max(1, self.n_decoder)
+
+    @property
+    def scan_width(self) -> int:
+        return self.d_scan or self.d_model
+
+    @property
+    def s_token(self) -> float:
+        return self.d_model / self.mup_base_width if self.mup_base_width else 1.0
+
+    @property
+    def s_concept(self) -> float:
+        return self.concept_width / self.mup_base_width if self.mup_base_width else 1.0
+
+
+# --- boundaries ----------------------------------------------------------------------------------------
+class BoundaryRouter(nn.Module):
+    """p_t = (1 - cos(q_{t-1}, k_t)) / 2 for t >= 1, p_0 = 1 (CN; H-Net dc.py:84-101). ``learned``: q = W_q h,
+    k = W_k h, bias-free, identity at init (H-Net dc.py:50-59, kept by ``reset_parameters``); rule: q = k = h."""
+
+    def __init__(self, d_model: int, d_scan: int, learned: bool):
+        super().__init__()
+        self.q = Linear(d_model, d_scan, bias=False) if learned else None
+        self.k = Linear(d_model, d_scan, bias=False) if learned else None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.q is not None:
+            with torch.no_grad():
+                nn.init.eye_(self.q.weight)
+                nn.init.eye_(self.k.weight)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        q, k = (self.q(h), self.k(h)) if self.q is not None else (h, h)
+        cos = F.cosine_similarity(q[:, :-1], k[:, 1:], dim=-1)
+        p = ((1 - cos) / 2).clamp(0.0, 1.0)
+        return torch.cat([p.new_ones(p.shape[0], 1), p], dim=1)
+
+
+def segment_ids(b: torch.Tensor) -> torch.Tensor:
+    """Segment index of every token, (B, T) long: b_t = 1 opens a new segment; b_0 must be 1."""
+    return b.long().cumsum(1) - 1
+
+
+def visible_counts(seg: torch.Tensor, n_rows: int) -> torch.Tensor:
+    """n[b, t, r] (float): how many key positions i <= t hold row r of [null, concept 0, concept 1, ...]
+    under replication (position i holds row seg(i), i.e. concept seg(i) - 1): > 0 exactly for the rows a
+    token sees (the null and the concepts before its own segment), and the weight replication gives them."""
+    return F.one_hot(seg, n_rows).to(torch.float32).cumsum(1)
+
+
+# --- compression loss ------------------------------------------------------------------------------------
+def all_reduce_parser_stats(stats: torch.Tensor) -> torch.Tensor:
+    """The Global Parser's synchronisation hook (CN: "AllReduce-synced"): the (detached) statistics summed
+    over the data-parallel ranks when torch.distributed is initialised, else as given. Every rank runs
+    the same forwards under DDP, so the collective matches up; eval-mode forwards never call it."""
+    if dist.is_available() and dist.is_initialized():
+        stats = stats.clone()
+        dist.all_reduce(stats)
+    return stats
+
+
+class ParserStats:
+    """The Global Parser's accumulation over the micro-batches of one optimizer step (CN: "accumulated
+    micro-batches"). Inside ``window()`` every training forward adds its (all-reduced) sums of boundaries,
+    probabilities and tokens and its loss uses the running total; outside it each forward's statistics
+    stand alone. The trainer opens one window per optimizer step: ``with model.parser_stats.window(): ...``."""
+
+    def __init__(self):
+        self.open, self.sums = False, None
+
+    @contextlib.contextmanager
+    def window(self):
+        self.open, self.sums = True, None
+        try:
+            yield self
+        finally:
+            self.open, self.sums = False, None
+
+    def add(self, stats: torch.Tensor) -> torch.Tensor:
+        if not self.open:
+            return stats
+        self.sums = stats if self.sums is None else self.sums + stats
+        return self.sums
+
+
+def ratio_loss(f: torch.Tensor, g: torch.Tensor, ratio: float) -> torch.Tensor:
+    """L_aux = R/(R-1) [(R-1) F G + (1-F)(1-G)] - 1 (CN Eq. 10: H-Net's load_balancing_loss minus 1)."""
+    return ratio / (ratio - 1) * ((ratio - 1) * f * g + (1 - f) * (1 - g)) - 1
+
+
+def compression_loss(p: torch.Tensor, b: torch.Tensor, ratio: float, parser: str, sync=None) -> torch.Tensor:
+    """L_aux of probabilities p and decisions b (B, T). ``sequence``: per sequence, averaged. ``global``:
+    F and G over the batch; ``sync`` maps the local sums [boundaries, probabilities, tokens] to the global
+    ones (all-reduce, micro-batch accumulation); the value uses the global G, the gradient the local mean."""
+    bf = b.to(p.dtype)
+    if parser == "sequence":
+        return ratio_loss(bf.mean(1), p.mean(1), ratio).mean()
+    local = torch.stack([bf.sum(), p.detach().sum(), p.new_tensor(float(p.numel()))])
+    total = sync(local) if sync is not None else local
+    g_local = p.mean()
+    g = g_local + (total[1] / total[2] - g_local).detach()
+    return ratio_loss(total[0] / total[2], g, ratio)
+
+
+# --- decoder cross-attention -------------------------------------------------------------------------------
+class ConceptCrossAttention(nn.Module):
+    """Causal cross-attention from tokens (d_token) to [null, concepts] (d_concept) with RMSNorm on Q and K
+    per head (CN Eq. 16). ``replicate``: K, V gathered to the token positions and causal SDPA (CN Eq. 17);
+    ``mask``: the explicit reference over the concept rows (module docstring)."""
+
+    def __init__(self, d_model: int, d_concept: int, n_head: int, n_kv_head: int, bias: bool, dropout: float,
+                 eps: float, mode: str, weighting: str):
+        super().__init__()
+        self.n_head, self.n_kv_head, self.head_dim = n_head, n_kv_head, d_model // n_head
+        self.q = Linear(d_model, d_model, bias=bias)
+        self.kv = Linear(d_concept, 2 * n_kv_head * self.head_dim, bias=bias)
+        self.q_norm, self.k_norm = nn.RMSNorm(self.head_dim, eps=eps), nn.RMSNorm(self.head_dim, eps=eps)
+        self.proj = Linear(d_model, d_model, bias=bias)
+        self.dropout, self.mode, self.weighting = dropout, mode, weighting
+
+    def forward(self, x: torch.Tensor, z: torch.Tensor, seg: torch.Tensor) -> torch.Tensor:
+        """x (B, T, d_token) token states, z (B, R, d_concept) rows [null, concept 0, ...], seg (B, T)."""
+        b, t, d = x.shape
+        q = self.q_norm(self.q(x).view(b, t, self.n_head, self.head_dim)).transpose(1, 2)
+        k, v = self.kv(z).view(b, z.shape[1], 2, self.n_kv_head, self.head_dim).unbind(2)
+        k, v = self.k_norm(k).transpose(1, 2), v.transpose(1, 2)             # (B, kv heads, R, head dim)
+        dropout, gqa = self.dropout if self.training else 0.0, self.n_kv_head != self.n_head
+        if self.mode == "replicate":  # position i holds row seg(i): the concept before its own segment
+            index = seg[:, None, :, None].expand(b, self.n_kv_head, t, self.head_dim)
+            y = F.scaled_dot_product_attention(q, k.gather(2, index), v.gather(2, index), is_causal=True,
+                                               dropout_p=dropout, enable_gqa=gqa)
+        else:
+            counts = visible_counts(seg, z.shape[1]).to(q.dtype)
+            bias = counts.log() if self.weighting == "count" else torch.zeros_like(counts).masked_fill(
+                counts == 0, float("-inf"))
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias[:, None], dropout_p=dropout, enable_gqa=gqa)
+        return self.proj(y.transpose(1, 2).reshape(b, t, d))
+
+
+class CrossBlock(nn.Module):
+    """x + gate * Psi(norm(x), Z~) then x + MLP(norm(x)) (CN Psi with its "+ H"; Table 3's cross MLP)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.ln1 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias)
+        self.attn = ConceptCrossAttention(cfg.d_model, cfg.concept_width, cfg.n_head, cfg.n_kv_head or cfg.n_head,
+                                          cfg.bias, cfg.dropout, cfg.norm_eps, cfg.decoder_attention,
+                                          cfg.concept_weighting)
+        self.ln2 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias)
+        self.mlp = MLP(cfg.d_model, cfg.mlp_hidden or cfg.mlp_ratio * cfg.d_model, cfg.bias, cfg.activation)
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x, z, seg, gate=None):
+        y = self.drop(self.attn(self.ln1(x), z, seg))
+        x = x + (y if gate is None else gate * y)
+        return x + self.drop(self.mlp(self.ln2(x)))
+
+
+def ema_smooth(z: torch.Tensor, p_start: torch.Tensor) -> torch.Tensor:
+    """H-Net's dechunk EMA over concepts: z~_j = p_j z_j + (1 - p_j) z~_{j-1}, z~_0 = p_0 z_0, computed as
+    z~_j = sum_{i<=j} p_i prod_{i<k<=j} (1 - p_k) z_i (one batched product; p clamped as H-Net)."""
+    p = p_start.clamp(EMA_CLAMP, 1 - EMA_CLAMP)
+    a = torch.log1p(-p).cumsum(1)                                        # (B, M)
+    diff = a[:, :, None] - a[:, None, :]                                 # A_j - A_i
+    lower = torch.ones(z.shape[1], z.shape[1], dtype=torch.bool, device=z.device).tril()
+    weights = diff.masked_fill(~lower, float("-inf")).exp() * p[:, None, :]
+    return weights.to(z.dtype) @ z
+
+
+# --- the model ---------------------------------------------------------------------------------------------
+class DLCM(TokenLM):
+    """Encoder (``blocks[:n_encoder]``), router, concept backbone, cross-attention decoder
+    (``cross_blocks`` + ``blocks[n_encoder:]``), final norm and head (``TokenLM``'s embedding and head)."""
+
+    def __init__(self, cfg):
+        super().__init__(cfg)  # embeddings, the n_layer token blocks (encoder + decoder), ln_f, lm_head
+        dc, heads = cfg.concept_width, cfg.concept_n_head
+        self.n_encoder = cfg.n_layer - cfg.n_decoder
+        self.router = BoundaryRouter(cfg.d_model, cfg.scan_width, cfg.boundary_predictor == "learned")
+        self.up = Linear(cfg.d_model, dc, bias=cfg.bias)                             # W_up (S3 Eq. 7)
+        rotary = (Rotary(dc // heads, cfg.rotary_pct, cfg.rotary_base, cfg.seq_len, cfg.rope_scaling)
+                  if cfg.positional == "rotary" else None)  # concept index positions; GPT-2: none (pooled wpe)
+        self.concept_blocks = nn.ModuleList(
+            Block(dc, heads, cfg.concept_hidden, bias=cfg.bias, dropout=cfg.dropout, activation=cfg.activation,
+                  norm_eps=cfg.norm_eps, parallel_residual=cfg.parallel_residual, rotary=rotary, norm=cfg.norm,
+                  n_kv_head=cfg.concept_n_kv_head) for _ in range(cfg.concept_depth))
+        self.concept_norm = make_norm(cfg.norm, dc, cfg.norm_eps, cfg.bias)
+        self.null_concept = nn.Parameter(torch.zeros(1, dc))   # what segment 0 attends to (ours, the shift's row 0)
+        self.cross_blocks = nn.ModuleList(CrossBlock(cfg) for _ in range(cfg.n_cross))
+        self.parser_stats = ParserStats()
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """The backbone's init (N(0, init_std), residual projections by each stream's depth when
+        ``scale_residual_init``: token stream n_layer + cross blocks, concept stream concept_layers; ours),
+        the router at the identity, and under muP every hidden matrix's std divided by sqrt(s) of its group."""
+        cfg = self.cfg
+        init_weights(self, cfg.init_std, cfg.n_layer + cfg.n_cross if cfg.scale_residual_init else None)
+        init_weights(self.concept_blocks, cfg.init_std, cfg.concept_depth if cfg.scale_residual_init else None)
+        self.router.reset_parameters()
+        if cfg.mup_base_width:
+            with torch.no_grad():
+                for name, p in self.named_parameters():
+                    group = self.mup_group(name, p)
+                    if group in ("token", "concept") and not name.startswith("router."):
+                        p.mul_(1 / math.sqrt(cfg.s_token if group == "token" else cfg.s_concept))
+        if cfg.tie_embeddings:
+            self.lm_head.weight = self.wte.weight
+
+    @staticmethod
+    def loss_names(cfg) -> tuple[str, ...]:
+        """NTP (what valid/loss reports) and lambda L_aux (``aux``)."""
+        return ("ntp", "aux")
+
+    # --- stages ----------------------------------------------------------------------------------------
+    def encode(self, idx: torch.Tensor) -> torch.Tensor:
+        """H = E(x): embeddings through the encoder blocks, (B, T, d_model)."""
+        x = self.embed(idx)
+        for block in self.blocks[:self.n_encoder]:
+            x = block(x)
+        return x
+
+    def decide(self, p: torch.Tensor, forced: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(b, c): boundaries (bool, b_0 = 1) and the probability of each decision taken (for the STE).
+        Training with the learned router samples from the sharpened p~; otherwise b = [p >= tau].
+        ``forced`` (bool (B, T)) replaces the decisions (analysis and tests)."""
+        cfg = self.cfg
+        if self.training and cfg.boundary_predictor == "learned" and cfg.boundary_temperature > 0:
+            pc = p.clamp(P_CLAMP, 1 - P_CLAMP)
+            tau = cfg.boundary_threshold
+            p_s = torch.sigmoid((torch.logit(pc) - math.log(tau / (1 - tau))) / cfg.boundary_temperature)
+            b = torch.rand_like(p_s) < p_s
+        else:
+            p_s, b = p, p >= cfg.boundary_threshold
+        if forced is not None:
+            b = forced.to(torch.bool)
+        b = torch.cat([torch.ones_like(b[:, :1]), b[:, 1:]], dim=1)
+        return b, torch.where(b, p_s, 1 - p_s)
+
+    def concepts(self, h: torch.Tensor, p: torch.Tensor, b: torch.Tensor, seg: torch.Tensor, m: int) -> torch.Tensor:
+        """Rows [null, z~_0, ..., z~_{m-1}] (B, m + 1, d_concept): mean-pooled segments, W_up, the concept
+        blocks, the concept norm and the smoothing. Rows past a sequence's last concept are padding
+        (zero means; never visible)."""
+        bsz, _, d = h.shape
+        index = seg[..., None].expand(-1, -1, d)
+        sums = h.new_zeros(bsz, m, d).scatter_add(1, index, h)
+        counts = h.new_zeros(bsz, m).scatter_add(1, seg, torch.ones_like(p, dtype=h.dtype))
+        z = self.up(sums / counts.clamp_min(1)[..., None])
+        for block in self.concept_blocks:
+            z = block(z)
+        z = self.concept_norm(z)
+        if self.cfg.smoothing == "ema":
+            z = ema_smooth(z, p.new_zeros(bsz, m).scatter_add(1, seg, p * b.to(p.dtype)))
+        return torch.cat([self.null_concept.to(z.dtype).expand(bsz, 1, -1), z], dim=1)
+
+    def run(self, idx: torch.Tensor, boundaries: torch.Tensor | None = None) -> dict:
+        """Every stage: {"h" final normalised states (before the muP logit scale), "p", "b", "seg"}."""
+        cfg = self.cfg
+        h = self.encode(idx)
+        p = self.router(h)
+        p_lm = p if cfg.router_lm_gradient else p.detach()  # p as the LM loss sees it (STE gate, EMA)
+        b, chosen = self.decide(p_lm, boundaries)
+        seg = segment_ids(b)
+        # eval: pad the concept axis to the input length (shapes independent of later tokens: bit-exact
+        # causality); training: to the batch's largest concept count
+        m = idx.shape[1] if not self.training else int(seg[:, -1].max()) + 1
+        z = self.concepts(h, p_lm, b, seg, m)
+        gate = ((chosen - chosen.detach()) + 1)[..., None].to(h.dtype) if self.training else None  # STE: exactly 1
+        x = h
+        decoder = list(self.blocks[self.n_encoder:])
+        if cfg.cross_layers == "first":
+            x = self.cross_blocks[0](x, z, seg, gate)
+            for block in decoder:
+                x = block(x)
+        else:
+            for i, cross in enumerate(self.cross_blocks):
+                x = cross(x, z, seg, gate)
+                if i < len(decoder):
+                    x = decoder[i](x)
+        return {"h": self.ln_f(x), "p": p, "b": b, "seg": seg}
+
+    def hidden(self, idx: torch.Tensor) -> torch.Tensor:
+        return self.run(idx)["h"]
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None,
+                boundaries: torch.Tensor | None = None) -> dict:
+        """As ``TokenLM.forward`` (targets < 0 are not scored), with ``aux`` = lambda L_aux and the boundary
+        metrics; ``boundaries`` (bool (B, T)) forces the segmentation (b_0 is always 1)."""
+        cfg = self.cfg
+        out = self.run(idx, boundaries)
+        h, p, b = out["h"], out["p"], out["b"]
+        if cfg.s_token != 1.0:
+            h = h / cfg.s_token  # muP: logits = h W_unemb^T / s_token
+        if targets is None:
+            return {"logits": self.lm_head(h)}
+        h, flat = h.flatten(0, 1), targets.flatten()
+        if bool((flat < 0).any()):
+            keep = flat >= 0
+            h, flat = h[keep], flat[keep]
+        sync = (lambda s: self.parser_stats.add(all_reduce_parser_stats(s))) if self.training else None
+        aux = compression_loss(p, b, cfg.target_ratio, cfg.parser, sync)
+        return {"losses": {"ntp": linear_cross_entropy(h, self.lm_head.weight, flat), "aux": cfg.aux_weight * aux},
+                "metrics": boundary_metrics(p, b, aux)}
+
+    # --- decoupled muP -------------------------------------------------------------------------------
+    def mup_group(self, name: str, p: torch.Tensor) -> str:
+        """``embeddings`` (wte, wpe, head, null concept), ``vectors`` (biases, gains), ``token`` or ``concept``."""
+        if name.split(".")[0] in ("wte", "wpe", "lm_head", "null_concept"):
+            return "embeddings"
+        if p.dim() < 2:
+            return "vectors"
+        if name.startswith(("concept_blocks.", "concept_norm.")):
+            return "concept"
+        bridge = self.cfg.mup_bridge == "fan_in"
+        if name.startswith("up."):
+            return "token" if bridge else "concept"
+        if name.startswith("cross_blocks.") and ".attn.kv." in name:
+            return "concept" if bridge else "token"
+        return "token"
+
+    def param_groups(self, base_lr: float, weight_decay: float, eps: float | None = None) -> list[dict]:
+        """AdamW parameter groups of decoupled muP (module docstring): ``token`` lr base_lr / s_token,
+        ``concept`` lr mup_concept_lr_ratio x base_lr / s_concept, ``embeddings`` and ``vectors`` base_lr;
+        weight decay on matrices (embeddings included, as ``trainer.train.make_optimizer``), none on
+        vectors. Each group carries ``name``, ``lr_mult`` (lr / base_lr, for a scheduler that sets
+        lr = schedule x lr_mult) and ``width_mult``; with ``eps``, the scaled groups get eps / s."""
+        cfg = self.cfg
+        mult = {"token": (1 / cfg.s_token, cfg.s_token), "embeddings": (1.0, 1.0), "vectors": (1.0, 1.0),
+                "concept": (cfg.mup_concept_lr_ratio / cfg.s_concept if cfg.mup_base_width else 1.0, cfg.s_concept)}
+        members: dict[str, list] = {name: [] for name in mult}
+        seen = set()
+        for name, p in self.named_parameters():
+            if p.requires_grad and id(p) not in seen:
+                seen.add(id(p))
+                members[self.mup_group(name, p)].append(p)
+        groups = []
+        for name, params in members.items():
+            if params:
+                lr_mult, width = mult[name]
+                group = {"name": name, "params": params, "lr": base_lr * lr_mult, "lr_mult": lr_mult,
+                         "width_mult": width, "weight_decay": 0.0 if name == "vectors" else weight_decay}
+                if eps is not None:
+                    group["eps"] = eps / width
+                groups.append(group)
+        return groups
+
+
+def boundary_metrics(p: torch.Tensor, b: torch.Tensor, aux: torch.Tensor) -> dict[str, float]:
+    """Realised compression and boundary statistics of one forward (floats, one device sync)."""
+    bf = b.to(p.dtype).detach()
+    pd = p.detach()
+    inner = pd[:, 1:] if pd.shape[1] > 1 else pd
+    values = torch.stack([bf.numel() / bf.sum(), bf.mean(), pd.mean(), inner.std(unbiased=False),
+                          ((inner >= 0.4) & (inner <= 0.6)).to(pd.dtype).mean(), aux.detach()]).tolist()
+    return dict(zip(("ratio", "boundary_rate", "boundary_prob", "boundary_prob_std", "boundary_prob_mid",
+                     "aux_raw"), values))
+
+
+def dlcm_flops_per_token(cfg) -> float:
+    """Training FLOPs per token (``token_lm_flops_per_token``'s convention, 6 N_matmul + 12 L d T) at the
+    target ratio R: the n_layer token blocks and the head; the router (q, k: 6 x 2 d d_scan, learned
+    only); each cross block per token (q and output projections, its MLP, 12 d T for attention over the T
+    replicated keys) and per concept (its K/V on d_concept); per concept, W_up (6 d d_concept) and the
+    concept blocks (6 x block weights + 12 d_concept T / R each). Pooling, norms, the EMA and the loss's
+    softmax are left out."""
+    d, dc, t, r = cfg.d_model, cfg.concept_width, cfg.seq_len, cfg.target_ratio
+    kv = (cfg.n_kv_head or cfg.n_head) * (d // cfg.n_head)
+    kv_c = cfg.concept_n_kv_head * (dc // cfg.concept_n_head)
+    mlp = (3 if cfg.activation == "swiglu" else 2) * d * (cfg.mlp_hidden or cfg.mlp_ratio * d)
+    router = 6.0 * 2 * d * cfg.scan_width if cfg.boundary_predictor == "learned" else 0.0
+    cross = cfg.n_cross * (6.0 * (2 * d * d + mlp) + 12.0 * d * t + 6.0 * 2 * dc * kv / r)
+    concept_block = 2 * dc * dc + 2 * dc * kv_c + (3 if cfg.activation == "swiglu" else 2) * dc * cfg.concept_hidden
+    concept = (6.0 * d * dc + cfg.concept_depth * (6.0 * concept_block + 12.0 * dc * t / r)) / r
+    return token_lm_flops_per_token(cfg) + router + cross + concept
