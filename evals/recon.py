@@ -33,7 +33,7 @@ from common.io import atomic_write_json
 from evals.perplexity import load_trained
 from evals.result import result_record
 from models.ncm_tokenizer import NCMTokenizer, reconstruction_accuracy
-from trainer.data import check_data, gather_windows, open_split, read_manifest, sequential_windows
+from trainer.data import View, check_data, gather_windows, open_split, read_manifest, sequential_windows
 
 
 class ReconEvalError(ReproError, ValueError):
@@ -53,9 +53,9 @@ def recon_windows(tokens: np.ndarray, seq_len: int, max_windows: int | None,
                   layout: dict | None = None) -> tuple[torch.Tensor, int]:
     """(the first ``max_windows`` full disjoint ``seq_len`` windows of ``tokens`` as (N, seq_len) int64,
     the number of full windows available). Paired examples (``layout``): the target of each example."""
-    if layout is not None:
-        stride = layout["source_len"] + layout["target_len"]
-        starts = list(range(layout["source_len"], len(tokens) - seq_len, stride))
+    if layout is not None:  # the targets-only view of the records (trainer.data.View)
+        targets = View(layout["source_len"] + layout["target_len"], layout["source_len"], seq_len, 0)
+        starts = targets.starts(np.arange(targets.count(len(tokens)))).tolist()
     else:
         starts = [s for s, n in sequential_windows(len(tokens), seq_len) if n == seq_len]
     chosen = np.asarray(starts[:max_windows] if max_windows is not None else starts, dtype=np.int64)
