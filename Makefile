@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.concept_step_time
 	$(BIN)/python -m benchmarks.lmeval_throughput
 	$(BIN)/python -m benchmarks.ncm_sampling
+	$(BIN)/python -m benchmarks.dlcm_attention
 
 # lm-eval on local copies of real tasks (../shared/data); needs a trained run from `make reproduce`
 RUN_DIR ?= results/runs/base_gpt2_s/seed0

@@ -120,6 +120,8 @@ class DLCMOptions:
     concept_heads: int | None = None      # None = 2 n_head (Table 3: 48 = 2 x 24; the head width is kept)
     concept_kv_heads: int | None = None   # None = the token side's grouping (Table 3: 24 of 48, as 12 of 24)
     concept_layers: int | None = None     # None = n_layer (Table 3: backbone 16 = encoder 10 + decoder 6)
+    concept_share: float | None = None    # P of the scaling law (Eq. 22): the concept blocks' share of the
+    #                                       matrices; sets the depth whose share is closest (overrides concept_layers)
     concept_mlp_hidden: int | None = None  # None = the backbone's MLP ratio at d_concept (Table 3 prints one 6144)
     decoder_layers: int | None = None     # None = round(6/16 n_layer), >= 1 (Table 3: 6 of 16); encoder = the rest
     cross_layers: str = "first"           # first: one cross block opens the decoder (CN's Psi, written once) |
@@ -160,6 +162,9 @@ class DLCMOptions:
         if self.concept_n_kv_head < 1 or self.concept_n_head % self.concept_n_kv_head:
             raise ValueError(f"model.concept_kv_heads={self.concept_n_kv_head} does not divide model.concept_heads="
                              f"{self.concept_n_head}; choose a divisor (concept_heads itself = no grouping)")
+        if self.concept_share is not None and not 0 < self.concept_share < 1:
+            raise ValueError(f"model.concept_share={self.concept_share}: use 0 < P < 1, the concept backbone's share "
+                             "of the parameters (Eq. 22), or null to set model.concept_layers")
         if self.concept_depth < 1:
             raise ValueError(f"model.concept_layers={self.concept_depth}: use at least 1 concept layer")
         if not 0 <= self.n_decoder <= self.n_layer:
@@ -206,6 +211,9 @@ class DLCMOptions:
 
     @property
     def concept_depth(self) -> int:
+        if self.concept_share is not None:  # P / (1 - P) = depth x per layer / the token side
+            m = matrix_params(self, concept_layers=1)
+            return max(1, round(self.concept_share / (1 - self.concept_share) * m["token_side"] / m["concept"]))
         return self.n_layer if self.concept_layers is None else self.concept_layers
 
     @property
@@ -581,19 +589,34 @@ def boundary_metrics(p: torch.Tensor, b: torch.Tensor, aux: torch.Tensor) -> dic
                      "aux_raw"), values))
 
 
-def dlcm_flops_per_token(cfg) -> float:
-    """Training FLOPs per token (``token_lm_flops_per_token``'s convention, 6 N_matmul + 12 L d T) at the
-    target ratio R: the n_layer token blocks and the head; the router (q, k: 6 x 2 d d_scan, learned
-    only); each cross block per token (q and output projections, its MLP, 12 d T for attention over the T
-    replicated keys) and per concept (its K/V on d_concept); per concept, W_up (6 d d_concept) and the
-    concept blocks (6 x block weights + 12 d_concept T / R each). Pooling, norms, the EMA and the loss's
-    softmax are left out."""
-    d, dc, t, r = cfg.d_model, cfg.concept_width, cfg.seq_len, cfg.target_ratio
+def matrix_params(cfg, concept_layers: int | None = None) -> dict[str, int]:
+    """Weights of the matrices (biases and norms left out), the counts the FLOPs and the depth that gives
+    ``concept_share`` are computed from: ``token_block`` (one token layer), ``router``, ``up`` (W_up),
+    ``cross_token`` and ``cross_kv`` (all cross blocks: their token-width matrices, their K/V on
+    d_concept), ``token_side`` (every token-width matrix but the embeddings and head),
+    ``concept`` (the concept blocks, ``concept_layers`` of them, default the config's depth)."""
+    d, dc = cfg.d_model, cfg.concept_width
     kv = (cfg.n_kv_head or cfg.n_head) * (d // cfg.n_head)
     kv_c = cfg.concept_n_kv_head * (dc // cfg.concept_n_head)
-    mlp = (3 if cfg.activation == "swiglu" else 2) * d * (cfg.mlp_hidden or cfg.mlp_ratio * d)
-    router = 6.0 * 2 * d * cfg.scan_width if cfg.boundary_predictor == "learned" else 0.0
-    cross = cfg.n_cross * (6.0 * (2 * d * d + mlp) + 12.0 * d * t + 6.0 * 2 * dc * kv / r)
-    concept_block = 2 * dc * dc + 2 * dc * kv_c + (3 if cfg.activation == "swiglu" else 2) * dc * cfg.concept_hidden
-    concept = (6.0 * d * dc + cfg.concept_depth * (6.0 * concept_block + 12.0 * dc * t / r)) / r
-    return token_lm_flops_per_token(cfg) + router + cross + concept
+    gates = 3 if cfg.activation == "swiglu" else 2
+    mlp = gates * d * (cfg.mlp_hidden or cfg.mlp_ratio * d)
+    token_block = 2 * d * d + 2 * d * kv + mlp
+    router = 2 * d * cfg.scan_width if cfg.boundary_predictor == "learned" else 0
+    cross_token, cross_kv = cfg.n_cross * (2 * d * d + mlp), cfg.n_cross * 2 * dc * kv
+    depth = cfg.concept_depth if concept_layers is None else concept_layers
+    concept = depth * (2 * dc * dc + 2 * dc * kv_c + gates * dc * cfg.concept_hidden)
+    return {"token_block": token_block, "router": router, "up": d * dc, "cross_token": cross_token,
+            "cross_kv": cross_kv, "concept": concept,
+            "token_side": cfg.n_layer * token_block + router + d * dc + cross_token + cross_kv}
+
+
+def dlcm_flops_per_token(cfg) -> float:
+    """Training FLOPs per token (``token_lm_flops_per_token``'s convention, 6 N_matmul + 12 L d T) at the
+    target ratio R: the n_layer token blocks and the head; the router (learned only); each cross block
+    per token (its token-width matrices, 12 d T for attention over the T replicated keys) and per concept
+    (its K/V on d_concept); per concept, W_up and the concept blocks (6 x weights + 12 d_concept T / R
+    each). Pooling, norms, the EMA and the loss's softmax are left out."""
+    d, t, r, m = cfg.d_model, cfg.seq_len, cfg.target_ratio, matrix_params(cfg)
+    cross = 6.0 * m["cross_token"] + cfg.n_cross * 12.0 * d * t + 6.0 * m["cross_kv"] / r
+    concept = (6.0 * (m["up"] + m["concept"]) + cfg.concept_depth * 12.0 * cfg.concept_width * t / r) / r
+    return token_lm_flops_per_token(cfg) + 6.0 * m["router"] + cross + concept

@@ -1,5 +1,6 @@
 """``python -m reports build --results results/runs --tables results/tables --out results/report``;
-``python -m reports findings --tables results/tables [--readme README.md]``."""
+``python -m reports findings --tables results/tables [--readme README.md]``;
+``python -m reports timings --results results`` (job seconds from the DAG's benchmark files)."""
 from __future__ import annotations
 
 import argparse
@@ -11,6 +12,7 @@ from tables.validation import DataError
 from .build import build_report
 from .document import Figure
 from .findings import collect, findings_markdown, rewrite_readme
+from .timings import job_seconds, timings_table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,7 +26,13 @@ def main(argv: list[str] | None = None) -> int:
     command.add_argument("--tables", type=Path, default=Path("results/tables"))
     command.add_argument("--readme", type=Path, default=None,
                          help="also rewrite the block between <!-- findings:start --> and <!-- findings:end --> here")
+    command = commands.add_parser("timings", help="print the slowest jobs of a DAG run (logs/*.bench.tsv)")
+    command.add_argument("--results", type=Path, default=Path("results"))
+    command.add_argument("--top", type=int, default=25)
     args = parser.parse_args(argv)
+    if args.command == "timings":
+        print(timings_table(job_seconds(args.results), args.top), end="")
+        return 0
     if args.command == "findings":
         return _findings(args.tables, args.readme)
     try:

@@ -160,8 +160,10 @@ def numbered(results: dict[Metric, Reproduced], experiment: str, eval_name: str,
 def metric_curve(spec: dict, results: dict[Metric, Reproduced]) -> tuple[bytes | None, str]:
     """Kind ``metric_curve``: for each series (one experiment's result of evaluation ``eval``) the
     metrics ``{y.prefix}{i}`` found in it against i (mean ± std over seeds), e.g. reconstruction
-    accuracy from the first k scales against k. Series without such metrics are named as missing."""
-    prefix = spec["y"]["prefix"]
+    accuracy from the first k scales against k, or against the metrics ``{x.prefix}{i}`` when x names a
+    prefix (e.g. the compression ratio against training tokens). Series without such metrics are named
+    as missing."""
+    prefix, x_prefix = spec["y"]["prefix"], spec["x"].get("prefix")
     figure, axes = pyplot().subplots(figsize=(5.6, 3.8))
     missing, lengths = [], []
     for index, series in enumerate(spec["series"]):
@@ -171,12 +173,17 @@ def metric_curve(spec: dict, results: dict[Metric, Reproduced]) -> tuple[bytes |
             known = any(exp == experiment and name == eval_name for exp, name, _ in results)
             missing.append(f"{experiment} ({eval_name}{f': no {prefix}<i> metric' if known else ''})")
             continue
-        axes.errorbar(list(curve), [value.mean for value in curve.values()],
+        xs = numbered(results, experiment, eval_name, x_prefix) if x_prefix else {i: None for i in curve}
+        curve = {i: value for i, value in curve.items() if i in xs}
+        axes.errorbar([xs[i].mean if x_prefix else i for i in curve], [value.mean for value in curve.values()],
                       yerr=[value.std or 0.0 for value in curve.values()], fmt="o-", color=f"C{index % 10}",
                       label=series["label"], capsize=3)
         lengths.append(f"{series['label']}: i = {min(curve)}..{max(curve)}")
     gaps = _missing(missing)
     if not _finish(figure, axes, spec, len(lengths), gaps):
         return None, f"{spec['title']}: no results yet.{gaps}"
-    axes.xaxis.get_major_locator().set_params(integer=True)
+    if spec["x"].get("log"):
+        axes.set_xscale("log")
+    elif not x_prefix:
+        axes.xaxis.get_major_locator().set_params(integer=True)
     return png(figure), f"{spec['title']} ({'; '.join(lengths)}; y = {prefix}i).{gaps}"

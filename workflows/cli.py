@@ -8,6 +8,7 @@ paths, calls one library function, and exits with a one-line error on bad input.
     python -m workflows.cli eval-recon --run-dir DIR --tokens DIR --out FILE [--threads N]
     python -m workflows.cli eval-ppl  --run-dir DIR --tokens DIR --out FILE [--threads N]
     python -m workflows.cli eval-codebook --run-dir DIR --tokens DIR --out FILE [--threads N]
+    python -m workflows.cli eval-boundaries --run-dir DIR --tokens DIR --tokenizer FILE --out FILE [--threads N]
 """
 from __future__ import annotations
 
@@ -113,6 +114,17 @@ def eval_recon(a):
           f"{100 * m['test/token_acc']:.1f}%, from the first: {100 * m['test/token_acc_k1']:.1f}%")
 
 
+def eval_boundaries(a):
+    from evals.boundaries import evaluate_boundaries
+
+    r = _evaluate(a, lambda final, tokens, out: evaluate_boundaries(final, tokens, out, Path(a.tokenizer)))
+    m = r["metrics"]
+    f1 = m.get("test/f1_tol0")
+    print(f"{r['experiment']} seed {r['seed']}: {m['test/tokens_per_concept']:.2f} tokens per concept "
+          f"(target {m['model/target_ratio']:g})" + (f" | F1 against the world's concepts {f1:.3f} exact, "
+          f"{m['test/f1_tol1']:.3f} within 1 token" if f1 is not None else ""))
+
+
 COMMANDS = {
     "corpus": (corpus, ["settings", "out"]),
     "tokenizer": (tokenizer, ["settings", "corpus", "out"]),
@@ -121,6 +133,7 @@ COMMANDS = {
     "eval-ppl": (eval_ppl, ["run-dir", "tokens", "out"]),
     "eval-codebook": (eval_codebook, ["run-dir", "tokens", "out"]),
     "eval-recon": (eval_recon, ["run-dir", "tokens", "out"]),
+    "eval-boundaries": (eval_boundaries, ["run-dir", "tokens", "tokenizer", "out"]),
 }
 OPTIONAL = {"pretrain": ["upstream"]}  # --upstream: the final/ folder of the run this one builds on
 

@@ -144,6 +144,11 @@ def run_tokens(wildcards):
     return f"{DATA_ROOT}/{EXPERIMENTS[wildcards.experiment]['data']}/tokens/manifest.json"
 
 
+def run_corpus(wildcards):
+    """The test documents of the run's dataset (the boundaries evaluation re-tokenises them)."""
+    return f"{DATA_ROOT}/{EXPERIMENTS[wildcards.experiment]['data']}/corpus/test.jsonl"
+
+
 def run_tokenizer(wildcards):
     return tokenizer_file(EXPERIMENTS[wildcards.experiment]["data"])
 

@@ -26,6 +26,8 @@ rule corpus:
         out=folder_of_output,
     log:
         f"{DS}/logs/corpus.log",
+    benchmark:
+        f"{DS}/logs/corpus.bench.tsv",
     conda:
         ENV
     shell:
@@ -45,6 +47,8 @@ rule tokenizer:
         corpus=folder_of_input("corpus"),
     log:
         f"{DS}/logs/tokenizer.log",
+    benchmark:
+        f"{DS}/logs/tokenizer.bench.tsv",
     conda:
         ENV
     shell:
@@ -64,6 +68,8 @@ rule tokenize:
         out=folder_of_output,
     log:
         f"{DS}/logs/tokenize.log",
+    benchmark:
+        f"{DS}/logs/tokenize.bench.tsv",
     conda:
         ENV
     shell:
@@ -93,6 +99,8 @@ rule embedded_tasks:
         out=folder_of_output,
     log:
         f"{DS}/logs/embedded_tasks.log",
+    benchmark:
+        f"{DS}/logs/embedded_tasks.bench.tsv",
     conda:
         ENV
     shell:

@@ -20,6 +20,8 @@ rule evaluate_tokens:
         run_dir=folder_of_input("weights", up=2),
     log:
         f"{RUN}/logs/eval_{{metric}}.log",
+    benchmark:
+        f"{RUN}/logs/eval_{{metric}}.bench.tsv",
     threads: 1
     resources:
         gpu=1,
@@ -29,6 +31,38 @@ rule evaluate_tokens:
         logged(
             "{params.cli} eval-{wildcards.metric} --run-dir {params.run_dir} --tokens {params.tokens} --out {output}"
             " --threads {threads}"
+        )
+
+
+# DLCM's boundaries (evals/boundaries.py): the realised compression per document type and against the
+# synthetic world's concepts (the corpus beside the tokens), and the ratio logged over training.
+rule evaluate_boundaries:
+    input:
+        weights=f"{RUN}/final/model.safetensors",
+        manifest=f"{RUN}/final/manifest.json",
+        metrics=f"{RUN}/train/metrics.jsonl",
+        tokens=run_tokens,
+        tokenizer=run_tokenizer,
+        corpus=run_corpus,
+    output:
+        f"{RUN}/eval/boundaries.json",
+    params:
+        cli=CLI,
+        tokens=folder_of_input("tokens"),
+        run_dir=folder_of_input("weights", up=2),
+    log:
+        f"{RUN}/logs/eval_boundaries.log",
+    benchmark:
+        f"{RUN}/logs/eval_boundaries.bench.tsv",
+    threads: 1
+    resources:
+        gpu=1,
+    conda:
+        ENV
+    shell:
+        logged(
+            "{params.cli} eval-boundaries --run-dir {params.run_dir} --tokens {params.tokens}"
+            " --tokenizer {input.tokenizer} --out {output} --threads {threads}"
         )
 
 
@@ -50,6 +84,8 @@ rule evaluate_harness:
         task_dir=lambda wildcards, input: f"--task-dir {os.path.dirname(input.tasks[0])}" if input.tasks else "",
     log:
         f"{RUN}/logs/eval_{{suite}}.log",
+    benchmark:
+        f"{RUN}/logs/eval_{{suite}}.bench.tsv",
     threads: 1
     resources:
         gpu=1,
@@ -79,6 +115,8 @@ rule export_judge:
         run_dir=folder_of_input("weights"),
     log:
         f"{OUT}/logs/export_judge_{{judge}}.log",
+    benchmark:
+        f"{OUT}/logs/export_judge_{{judge}}.bench.tsv",
     conda:
         ENV
     shell:
@@ -105,6 +143,8 @@ rule evaluate_conditional:
         tokens=folder_of_input("tokens"),
     log:
         f"{RUN}/logs/eval_{{cond}}.log",
+    benchmark:
+        f"{RUN}/logs/eval_{{cond}}.bench.tsv",
     threads: 1
     resources:
         gpu=1,
@@ -141,6 +181,8 @@ rule evaluate_genppl:
         tokens=folder_of_input("tokens"),
     log:
         f"{RUN}/logs/eval_{{gen}}.log",
+    benchmark:
+        f"{RUN}/logs/eval_{{gen}}.bench.tsv",
     threads: 1
     resources:
         gpu=1,

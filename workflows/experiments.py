@@ -30,7 +30,7 @@ SECTIONS = ("model", "train", "eval")
 PAPERS = ("conceptlm", "ncm", "dlcm")
 DEFAULT_PAPER = "conceptlm"
 # evaluations (an experiment's ``evals``): fixed names, and Gen. PPL at a given number of sampling steps
-EVALS = ("ppl", "embedded", "zeroshot", "lm_ppl", "codebook", "recon", "genppl")
+EVALS = ("ppl", "embedded", "zeroshot", "lm_ppl", "codebook", "recon", "genppl", "boundaries")
 
 
 class ConfigError(ReproError, ValueError):
@@ -181,6 +181,7 @@ def validate(config, source: str = "config") -> dict:
         except ConfigError as e:
             raise ConfigError(str(e) if str(e).startswith(source) else f"{source}: experiments[{exp_id}]: {e}") from None
     _check_genppl(config, experiments, source)
+    scaling_laws(config, experiments, source)
     _check_corpus(config["corpus"], source)
     _check_upstream_data(config, experiments, source)
     return config
@@ -406,6 +407,9 @@ def _check_evals(config: dict, exp: dict, spec, typed) -> None:
         if name in evals and arch not in REGISTRY:
             raise ConfigError(f"evals: {name} scores next-token likelihoods and model.arch={arch} has none; give this "
                               "experiment evals of its kind (recon for ncm_tokenizer, genppl for ncm and mdlm_*)")
+    if "boundaries" in evals and getattr(typed, "boundary_predictor", None) is None:
+        raise ConfigError(f"evals: boundaries measures DLCM's concept boundaries and model.arch={arch} has none; "
+                          "drop 'boundaries' or use a dlcm_* arch")
     if "recon" in evals and arch not in ("ncm_tokenizer", "ncm"):
         raise ConfigError(f"evals: recon measures an NCM tokenizer's reconstruction and model.arch={arch} has none; "
                           "drop 'recon' or use arch ncm_tokenizer / ncm")
@@ -500,6 +504,35 @@ def _check_data(config: dict, exp: dict, spec, typed) -> None:
     else:
         raise ConfigError(f"model.seq_len={seq_len}: {exp['data']} holds {P} source + {L} target tokens per example; set "
                           f"model.seq_len: {P + L} (source and target) or {L} (the targets only)")
+
+
+LAW_DEFAULTS = {"holdout": [], "fit_from": 0.2, "n_boot": 200}
+
+
+def scaling_laws(config: dict, experiments: dict, source: str = "config") -> dict[str, dict]:
+    """The profile's ``scaling_laws`` by id with defaults filled in and their grids resolved to experiment
+    ids (patterns expanded in profile order): ``{"paper", "law", "experiments", "holdout", "fit_from",
+    "n_boot"}``. Each grid experiment needs the ``boundaries`` evaluation (N, P, R of its runs)."""
+    from fnmatch import fnmatchcase
+
+    laws = {}
+    for law_id, entry in config.get("scaling_laws", {}).items():
+        where = f"{source}: scaling_laws.{law_id}"
+        if law_id in experiments:
+            raise ConfigError(f"{where}: the id is an experiment's; a law writes results/runs/<id>/: rename it")
+        grid = [e for e in experiments if any(fnmatchcase(e, pattern) for pattern in entry["experiments"])]
+        unmatched = [p for p in entry["experiments"] if not any(fnmatchcase(e, p) for e in experiments)]
+        if unmatched:
+            raise ConfigError(f"{where}.experiments: {unmatched[0]!r} names no experiment of the profile")
+        lacking = [e for e in grid if "boundaries" not in experiments[e]["evals"]]
+        if lacking:
+            raise ConfigError(f"{where}.experiments: {lacking[0]} has no boundaries evaluation, which gives the law "
+                              "its N, P and R; add boundaries to its evals")
+        stray = [e for e in entry.get("holdout", []) if e not in grid]
+        if stray:
+            raise ConfigError(f"{where}.holdout: {stray[0]} is not in the law's grid")
+        laws[law_id] = {**LAW_DEFAULTS, **entry, "experiments": grid}
+    return laws
 
 
 def genppl_settings(config: dict) -> dict:

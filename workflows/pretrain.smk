@@ -39,6 +39,8 @@ rule pretrain:
         upstream=upstream_flag,
     log:
         f"{RUN}/logs/pretrain.log",
+    benchmark:
+        f"{RUN}/logs/pretrain.bench.tsv",
     threads: 1
     resources:
         gpu=1,
