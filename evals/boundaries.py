@@ -23,7 +23,10 @@ Metrics (``test/`` over every scored position, ``<type>/`` over the tokens of on
 * ``params/non_embedding`` and ``params/concept_share`` (P of the scaling law, Eq. 22: the concept
   blocks' and concept norm's share of the non-embedding parameters), ``model/target_ratio`` (R);
 * ``train/ratio_<i>``, ``train/tokens_<i>`` (i = 1..n): the compression realised by training's sampled
-  boundaries at each logged step of ``train/metrics.jsonl`` (the drift of Sec. 8.1, Fig. 8).
+  boundaries at each logged step of ``train/metrics.jsonl`` (the drift of Sec. 8.1, Fig. 8);
+* ``over/tokens_<i>``, ``over/tokens_per_concept_<i>``, ``over/f1_tol0_<i>``, ``over/f1_tol1_<i>`` (i =
+  1..n): the same test windows scored with the weights of each snapshot the run's manifest lists
+  (``train.snapshot_interval``, sha256-checked) and, last, the final weights: boundaries over training.
 
 Corpora without concept spans (real text) get the ratios and no precision / recall / F1.
 """
@@ -42,6 +45,7 @@ from common.io import atomic_write_json
 from evals.perplexity import load_trained
 from evals.result import result_record
 from models.dlcm import DLCM
+from trainer.checkpoint import load_snapshot
 from trainer.data import check_data, gather_windows, open_split, read_manifest
 
 TOLERANCES = (0, 1)
@@ -175,6 +179,26 @@ def parameter_share(model: DLCM) -> dict[str, float]:
     return {"params/non_embedding": total, "params/concept_share": concept / total}
 
 
+OVER = ("tokens_per_concept", "f1_tol0", "f1_tol1")
+
+
+def over_training(model: DLCM, manifest: dict, run_dir: Path, windows: torch.Tensor, truth: Truth,
+                  final: dict, batch_size: int) -> dict[str, float | None]:
+    """``over/<metric>_<i>`` and ``over/tokens_<i>`` for each snapshot of ``manifest`` (loaded into
+    ``model``, which is left with the last one's weights) and then the final weights (``final``)."""
+    out, seq_len = {}, model.cfg.seq_len
+    snapshots = manifest.get("snapshots") or []
+    for i, entry in enumerate(snapshots, 1):
+        load_snapshot(model, run_dir / "train" / "snapshots", entry)
+        scores = boundary_scores(predicted_boundaries(model, windows, batch_size), truth, seq_len)
+        out[f"over/tokens_{i}"] = float(entry["tokens"])
+        out.update({f"over/{k}_{i}": scores.get(f"test/{k}") for k in OVER})
+    i = len(snapshots) + 1
+    out[f"over/tokens_{i}"] = float(manifest["tokens"])
+    out.update({f"over/{k}_{i}": final.get(f"test/{k}") for k in OVER})
+    return out
+
+
 def evaluate_boundaries(final_dir: Path, tokens_dir: Path, out_path: Path, tokenizer_path: Path,
                         batch_size: int = 16, max_windows: int = 64) -> dict:
     """Boundaries of the first ``max_windows`` full test windows against the truth (module docstring);
@@ -199,6 +223,7 @@ def evaluate_boundaries(final_dir: Path, tokens_dir: Path, out_path: Path, token
     metrics = {**boundary_scores(b, truth, seq_len), **parameter_share(model),
                "model/target_ratio": model.cfg.target_ratio, "model/seq_len": seq_len,
                **training_ratio(Path(final_dir).parent)}
+    metrics.update(over_training(model, manifest, Path(final_dir).parent, windows, truth, metrics, batch_size))
     details = {"windows": n_windows, "tokens": int(b.size), "types": truth.types,
                "true_concepts": truth.has_concepts, "anchors_inside_token": truth.anchors_inside_token,
                "decisions": f"eval mode: b = [p >= {model.cfg.boundary_threshold}] "

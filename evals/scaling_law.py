@@ -232,23 +232,38 @@ def _ill_determined(halfwidth: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tu
 
 # -- checks, scores, the public fit ------------------------------------------------------------------------
 
+GRID_NEEDS = (("R", lambda N, P, R: R, 2, "the law's R^gamma term"),
+              ("N", lambda N, P, R: N, 2, "the token and concept terms are told apart only when N(1-P) and NP vary "
+                                          "independently, which"),
+              ("P", lambda N, P, R: P, 2, "the token and concept terms are told apart only when N(1-P) and NP vary "
+                                          "independently, which"),
+              ("N(1-P)", lambda N, P, R: N * (1 - P), 3, "the token term (A_token, t_token, delta1)"),
+              ("NP", lambda N, P, R: N * P, 3, "the concept term (A_concept, t_concept, delta2)"))
+
+
+def grid_problem(shapes: Iterable[tuple[float, float, float]]) -> str | None:
+    """What the grid of runs ``(N, P, R)`` lacks for the law (a sentence), or None: the checks of the
+    module docstring that do not involve D, so a profile's grid is checked before anything trains."""
+    shapes = list(shapes)
+    for name, value, least, what in GRID_NEEDS:
+        n = len({float(f"{value(*shape):.9g}") for shape in shapes})  # 9 significant digits: N(1 - P) of N, P
+        if n < least:
+            return f"the fitted points have {n} value{'s' * (n != 1)} of {name}; {what} needs at least {least}"
+    return None
+
+
 def _check(points: Sequence[LawPoint]) -> None:
     """Raise a one-line ValueError when the fitted points cannot support the law."""
     for p in points:
         if not (p.N > 0 and p.D > 0 and p.R > 0 and 0 < p.P < 1 and p.loss > 0):
             raise ValueError(f"point of run {p.run!r} out of range: needs N, D, R, loss > 0 and 0 < P < 1 ({p})")
-    needs = (("R", lambda p: p.R, 2, "the law's R^gamma term"),
-             ("N", lambda p: p.N, 2, "the token and concept terms are told apart only when N(1-P) and NP vary "
-                                     "independently, which"),
-             ("P", lambda p: p.P, 2, "the token and concept terms are told apart only when N(1-P) and NP vary "
-                                     "independently, which"),
-             ("N(1-P)", lambda p: p.N * (1 - p.P), 3, "the token term (A_token, t_token, delta1)"),
-             ("NP", lambda p: p.N * p.P, 3, "the concept term (A_concept, t_concept, delta2)"),
-             ("D", lambda p: p.D, 3, "the data term (A_data, t_data, alpha)"))
-    for name, value, least, what in needs:
-        n = len({round(value(p), 9) for p in points})
-        if n < least:
-            raise ValueError(f"the fitted points have {n} value{'s' * (n != 1)} of {name}; {what} needs at least {least}")
+    problem = grid_problem((p.N, p.P, p.R) for p in points)
+    if problem:
+        raise ValueError(problem)
+    n = len({round(p.D, 9) for p in points})
+    if n < 3:
+        raise ValueError(f"the fitted points have {n} value{'s' * (n != 1)} of D; the data term (A_data, t_data, "
+                         "alpha) needs at least 3")
     if len(points) <= len(NAMES):
         raise ValueError(f"{len(points)} fitted points for {len(NAMES)} constants; the fit needs more points")
 
@@ -325,14 +340,16 @@ def _bootstrap(theta: np.ndarray, runs: dict[str, list[LawPoint]], n_boot: int, 
 
 
 def fit_to_result(fit: LawFit) -> dict[str, float | None]:
-    """Flat metrics: ``law/<constant>``, ``_lo``, ``_hi``, ``_determined`` (1/0), and the fit's scores."""
+    """Flat metrics: ``law/<constant>`` (lower-cased: ``law/e0``, ``law/a_token``), ``_lo``, ``_hi``,
+    ``_determined`` (1/0), and the fit's scores."""
     def num(v: float | None) -> float | None:
         return float(v) if v is not None and math.isfinite(v) else None
 
     out: dict[str, float | None] = {}
     for k in NAMES:
-        out.update({f"law/{k}": num(fit.constants[k]), f"law/{k}_lo": num(fit.lo[k]),
-                    f"law/{k}_hi": num(fit.hi[k]), f"law/{k}_determined": float(k not in fit.ill_determined)})
+        key = f"law/{k.lower()}"
+        out.update({key: num(fit.constants[k]), f"{key}_lo": num(fit.lo[k]), f"{key}_hi": num(fit.hi[k]),
+                    f"{key}_determined": float(k not in fit.ill_determined)})
     out.update({"law/r2_fit": num(fit.r2_fit), "law/r2_heldout": num(fit.r2_heldout),
                 "law/rmse_heldout": num(fit.rmse_heldout), "law/points": float(fit.points),
                 "law/runs": float(fit.runs), "law/heldout_points": float(fit.heldout_points),

@@ -24,6 +24,7 @@ from .document import Block, Bullets, Figure, Heading, Paragraph, Table, to_html
 from .figures import analogue, eval_sweep, load_figure_specs, metric_curve, scatter
 from .findings import PROXY_NOTE, collect
 from .iso_ppl import iso_ppl
+from .scaling_law import law_fit
 
 TITLE = "Reproduction report: ConceptLM, NCM, DLCM"
 READING = [
@@ -95,6 +96,8 @@ def _analogue_blocks(spec: dict, runs: Path, results: dict[Metric, Reproduced], 
         return [figures.block(spec["id"], image, caption)] + ([Paragraph("Iso-PPL readings:"), table] if table else [])
     if spec["kind"] == "codebook_usage":
         return [figures.block(spec["id"], *codebook_usage(spec, runs))]
+    if spec["kind"] == "scaling_law":
+        return [figures.block(spec["id"], *law_fit(spec, runs))]
     if spec["kind"] == "eval_sweep":
         return [figures.block(spec["id"], *eval_sweep(spec, results))]
     if spec["kind"] == "metric_curve":

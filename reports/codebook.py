@@ -9,15 +9,12 @@ once) and usage perplexity (exp of the entropy of its usage, N when uniform).
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 from tables.numbers import format_float
-from tables.results import run_folders
-from tables.validation import display_path
 
-from .plotting import png, pyplot
+from .plotting import png, pyplot, read_result_details
 
 COLUMNS = 4
 
@@ -49,28 +46,13 @@ def segment_usage(counts: list[int]) -> tuple[float, float | None]:
     return 100.0 * used / len(counts), math.exp(entropy)
 
 
-def _result_file(runs: Path, experiment: str, eval_name: str) -> Path | None:
-    """The result of the lowest seed found (seed 0 when it exists)."""
-    by_seed: dict[int, Path] = {}
-    for path in [run / "eval" / f"{eval_name}.json" for run in run_folders(runs) if run.parent.name == experiment
-                 and (run / "eval" / f"{eval_name}.json").is_file()]:
-        seed = path.parts[-3].removeprefix("seed")
-        if seed.isdigit():
-            by_seed[int(seed)] = path
-    return by_seed[min(by_seed)] if by_seed else None
-
-
 def codebook_usage(spec: dict, runs: Path) -> tuple[bytes | None, str]:
     """One histogram panel per segment; a missing or malformed result file is a one-line caption."""
-    experiment, eval_name = spec["experiment"], spec["eval"]
-    path = _result_file(runs, experiment, eval_name)
-    if path is None:
-        return None, f"{spec['title']}: no results yet. Missing results: {experiment} (eval {eval_name})."
-    try:
-        result = json.loads(path.read_text())
-        counts = read_counts(result)
-    except ValueError as error:  # json.JSONDecodeError included
-        return None, f"{spec['title']}: {display_path(path)} is malformed ({error})."
+    experiment = spec["experiment"]
+    found = read_result_details(spec, runs, read_counts)
+    if isinstance(found, str):
+        return None, found
+    path, result, counts = found
     rows = math.ceil(len(counts) / COLUMNS)
     columns = min(len(counts), COLUMNS)
     figure, axes = pyplot().subplots(rows, columns, figsize=(3.0 * columns, 2.2 * rows), squeeze=False)

@@ -49,6 +49,18 @@ def run_folders(root: Path) -> list[Path]:
     return sorted(_listed(root))
 
 
+def first_seed_result(root: Path, experiment: str, eval_name: str) -> Path | None:
+    """The result file ``eval_name`` of the lowest seed of ``experiment`` among the runs to read (seed 0
+    when it exists), for figures that read a result's details; None when there is none."""
+    by_seed: dict[int, Path] = {}
+    for run in run_folders(root):
+        path = run / "eval" / f"{eval_name}.json"
+        seed = run.name.removeprefix("seed")
+        if run.parent.name == experiment and path.is_file() and seed.isdigit():
+            by_seed[int(seed)] = path
+    return by_seed[min(by_seed)] if by_seed else None
+
+
 def _listed(root: Path) -> dict[Path, list[str] | None]:
     """Run folder -> the evaluations to read (None: every one found)."""
     if not root.is_dir():

@@ -30,6 +30,7 @@ def external_csv(path: Path) -> Path:
 
 def conditional_profile(external: Path | None = None) -> dict:
     config = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
+    config.pop("scaling_laws")  # its grid is not in this profile
     config["profile"] = "micro"
     config["corpus"]["synthetic"] = {"train_docs": 60, "valid_docs": 10, "test_docs": 10}
     config["tokenizer"]["vocab_size"] = 400

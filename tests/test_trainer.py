@@ -215,3 +215,21 @@ def test_stray_world_size_is_a_one_line_error(tiny_data, run_cfg, tmp_path, monk
     monkeypatch.delenv("MASTER_ADDR", raising=False)
     with pytest.raises(ReproError, match="WORLD_SIZE=2 is set, but not by torchrun"):
         Trainer(run_cfg, tiny_data["tokens"], tmp_path)
+
+
+def test_snapshots_survive_a_resume_and_never_outlive_their_run(tiny_data, run_cfg, tmp_path):
+    """A resumed run lists the snapshots of an uninterrupted one (same sha256); snapshots written after the
+    resumed checkpoint, and every snapshot of a run that starts afresh under other settings, are deleted."""
+    run_cfg["train"]["snapshot_interval"] = 3
+    full = Trainer(run_cfg, tiny_data["tokens"], tmp_path / "full").run()
+    assert [s["step"] for s in full["snapshots"]] == [3, 6, 9]  # not 12: the final weights are final/
+    assert [s["tokens"] for s in full["snapshots"]] == [3 * 4 * 32, 6 * 4 * 32, 9 * 4 * 32]
+    Trainer(run_cfg, tiny_data["tokens"], tmp_path / "cut").run(stop_after=4)
+    stray = tmp_path / "cut" / "train" / "snapshots" / "step-000010.safetensors"
+    stray.write_bytes(b"written after the checkpoint the run resumes from")
+    resumed = Trainer(run_cfg, tiny_data["tokens"], tmp_path / "cut").run()
+    assert resumed["snapshots"] == full["snapshots"]
+    run_cfg["train"]["lr"] = 1e-3
+    run_cfg["train"]["snapshot_interval"] = 5
+    Trainer(run_cfg, tiny_data["tokens"], tmp_path / "full").run(stop_after=4)  # afresh: final/ is no checkpoint
+    assert not list((tmp_path / "full" / "train" / "snapshots").glob("*.safetensors"))

@@ -8,6 +8,8 @@ Layout of a run directory::
                      state.json             step, data position, binding, file hashes
                      COMPLETE               written last: a folder without it is ignored
     final/model.safetensors, final/manifest.json, train/metrics.jsonl   the declared outputs
+    train/snapshots/step-000040.safetensors  weights only, every ``train.snapshot_interval`` steps,
+                                             listed with their sha256 in final/manifest.json
 
 A checkpoint is written into a hidden temporary folder and renamed into place (OLMo), and only a
 folder holding the ``COMPLETE`` marker counts (torchtitan). Loading re-hashes the files, so a
@@ -19,6 +21,11 @@ tokenizer's hash and every split's sha256, ``trainer.data.data_binding``). A res
 when the binding matches; a stale ``ckpt/`` is set aside as ``ckpt.stale/`` (``set_aside``) and the
 run starts afresh, so no edit of a setting, the tokenizer or the tokens can resurrect old weights.
 Debris of killed writes (``.tmp-step-*`` folders, folders without the marker) is removed on start.
+
+Snapshots (``train.snapshot_interval``) are the weights at fixed steps for evaluations over training
+(DLCM's boundary F1). They follow the checkpoints: a run that starts afresh deletes them all, a resume
+at step s deletes those after s (``prune_snapshots``), and ``final/manifest.json`` lists the survivors
+with their sha256 (``snapshot_index``), so an evaluation reads only the snapshots of the run it scores.
 """
 from __future__ import annotations
 
@@ -224,3 +231,46 @@ def load_checkpoint(path: Path, model, opt, binding: dict) -> dict:
         torch.cuda.set_rng_state(cuda_rng)
     load_optimizer(opt, tensors, state["param_groups"])
     return {**state, "metrics": (path / METRICS).read_text()}
+
+
+SNAPSHOT_GLOB = "step-*.safetensors"
+
+
+def save_snapshot(root: Path, step: int, model: torch.nn.Module) -> Path:
+    """The model's weights at ``step`` as ``root/step-XXXXXX.safetensors`` (atomic)."""
+    Path(root).mkdir(parents=True, exist_ok=True)
+    path = Path(root) / f"step-{step:06d}.safetensors"
+    save_weights(model, path)
+    return path
+
+
+def snapshot_step(path: Path) -> int:
+    return int(Path(path).name.removeprefix("step-").removesuffix(".safetensors"))
+
+
+def prune_snapshots(root: Path, after_step: int) -> None:
+    """Delete the snapshots of steps after ``after_step`` (0: all of them) and debris of killed writes."""
+    if not Path(root).is_dir():
+        return
+    for path in Path(root).glob(".step-*.tmp"):
+        path.unlink(missing_ok=True)
+    for path in Path(root).glob(SNAPSHOT_GLOB):
+        if snapshot_step(path) > after_step:
+            path.unlink(missing_ok=True)
+
+
+def snapshot_index(root: Path, tokens_per_step: int) -> list[dict]:
+    """``[{"step", "tokens", "file", "sha256"}]`` of the snapshots in ``root``, by step."""
+    paths = sorted(Path(root).glob(SNAPSHOT_GLOB), key=snapshot_step) if Path(root).is_dir() else []
+    return [{"step": snapshot_step(p), "tokens": snapshot_step(p) * tokens_per_step, "file": p.name,
+             "sha256": sha256_file(p)} for p in paths]
+
+
+def load_snapshot(model: torch.nn.Module, root: Path, entry: dict) -> None:
+    """Load the snapshot ``entry`` of a manifest's ``snapshots`` into ``model``, checking its sha256."""
+    path = Path(root) / entry["file"]
+    if not path.is_file() or sha256_file(path) != entry["sha256"]:
+        raise CheckpointError(f"{path}: missing or not the snapshot its run's final/manifest.json lists (sha256); "
+                              f"delete {Path(root).parent.parent / 'final'} and re-run snakemake to re-train the run")
+    load_model_weights(model, path)
+

@@ -32,8 +32,9 @@ from common.errors import ReproError
 from common.io import atomic_write_json, config_hash, sha256_file
 from models.losses import opaque_to_compile
 from models.registry import build_model, flops_per_token
-from trainer.checkpoint import (binding_difference, clean_debris, load_checkpoint, read_state, remove_checkpoints,
-                                save_checkpoint, save_weights, set_aside, valid_checkpoints)
+from trainer.checkpoint import (binding_difference, clean_debris, load_checkpoint, prune_snapshots, read_state,
+                                remove_checkpoints, save_checkpoint, save_snapshot, save_weights, set_aside,
+                                snapshot_index, valid_checkpoints)
 from trainer.data import (DataError, WindowOrder, data_binding, gather_windows, mask_source, open_split, order_key,
                           read_manifest, view)
 from trainer.metrics import MetricsLog
@@ -86,6 +87,7 @@ class Trainer:
                  upstream: Path | None = None):
         self.cfg, self.t = run_cfg, run_cfg["train"]
         self.run_dir, self.tokens_dir = Path(run_dir), Path(tokens_dir)
+        self.snapshots = self.run_dir / "train" / "snapshots"  # weights every train.snapshot_interval steps
         self.config_hash = config_hash(run_cfg)
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
@@ -243,6 +245,8 @@ class Trainer:
 
     def _train(self, stop_after: int | None) -> dict | None:
         start, rows = self.resume()
+        if self.rank == 0:
+            prune_snapshots(self.snapshots, start)
         self.log = MetricsLog(self.run_dir / "train" / "metrics.jsonl", rows, enabled=self.rank == 0)
         steps, tokens_per_step = self.t["steps"], self.t["batch_size"] * self.seq_len
         self._say(f"{self.model.num_params() / 1e6:.2f}M non-embedding params | {tokens_per_step} tokens/step x "
@@ -269,6 +273,9 @@ class Trainer:
             if done % self.t["eval_interval"] == 0 or done == steps:
                 self.log.append({"split": "valid", "step": done, "tokens": done * tokens_per_step,
                                  "valid/loss": self.valid_loss()})
+            if self.t.get("snapshot_interval") and done % self.t["snapshot_interval"] == 0 and done < steps \
+                    and self.rank == 0:
+                save_snapshot(self.snapshots, done, self.model)
             if done % self.t["checkpoint_interval"] == 0 or done == stop_after:
                 self.checkpoint(done)
             _fault_point(done)
@@ -346,7 +353,8 @@ class Trainer:
                     "tokens": self.t["steps"] * self.t["batch_size"] * self.seq_len,
                     "non_embedding_params": self.model.num_params(), "flops_per_token": self.flops_per_token,
                     "final_train_loss": self.log.last("loss"), "final_valid_loss": self.log.last("valid/loss"),
-                    "train_wall_time_s": round(wall, 2)}  # this process only (after a resume: the remainder)
+                    "train_wall_time_s": round(wall, 2),  # this process only (after a resume: the remainder)
+                    "snapshots": snapshot_index(self.snapshots, self.t["batch_size"] * self.seq_len)}
         atomic_write_json(final / "manifest.json", manifest)
         remove_checkpoints(self.run_dir / "ckpt")
         return manifest

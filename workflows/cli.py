@@ -9,6 +9,7 @@ paths, calls one library function, and exits with a one-line error on bad input.
     python -m workflows.cli eval-ppl  --run-dir DIR --tokens DIR --out FILE [--threads N]
     python -m workflows.cli eval-codebook --run-dir DIR --tokens DIR --out FILE [--threads N]
     python -m workflows.cli eval-boundaries --run-dir DIR --tokens DIR --tokenizer FILE --out FILE [--threads N]
+    python -m workflows.cli fit-law --settings FILE --out FILE
 """
 from __future__ import annotations
 
@@ -125,6 +126,19 @@ def eval_boundaries(a):
           f"{m['test/f1_tol1']:.3f} within 1 token" if f1 is not None else ""))
 
 
+def fit_law(a):
+    from evals.scaling_fit import evaluate_law
+
+    settings = _json(a.settings)
+    runs = settings.pop("runs")
+    r = evaluate_law(settings.pop("id"), settings, runs, Path(a.out))
+    m = r["metrics"]
+    held = f", held-out R^2 {m['law/r2_heldout']:.3f}" if m["law/r2_heldout"] is not None else ""
+    unsure = r["details"]["ill_determined"]
+    print(f"{r['experiment']}: {int(m['law/points'])} points of {int(m['law/runs'])} runs, R^2 {m['law/r2_fit']:.3f}"
+          f"{held}" + (f" | ill-determined: {', '.join(unsure)}" if unsure else " | every constant determined"))
+
+
 COMMANDS = {
     "corpus": (corpus, ["settings", "out"]),
     "tokenizer": (tokenizer, ["settings", "corpus", "out"]),
@@ -134,6 +148,7 @@ COMMANDS = {
     "eval-codebook": (eval_codebook, ["run-dir", "tokens", "out"]),
     "eval-recon": (eval_recon, ["run-dir", "tokens", "out"]),
     "eval-boundaries": (eval_boundaries, ["run-dir", "tokens", "tokenizer", "out"]),
+    "fit-law": (fit_law, ["settings", "out"]),
 }
 OPTIONAL = {"pretrain": ["upstream"]}  # --upstream: the final/ folder of the run this one builds on
 

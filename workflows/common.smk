@@ -6,7 +6,8 @@ import sys
 
 from pathlib import Path
 
-from workflows.experiments import ConfigError, PAPERS, datasets, genppl_settings, resolve, run_config, validate, with_parents
+from workflows.experiments import (ConfigError, PAPERS, datasets, genppl_settings, resolve, run_config, scaling_laws,
+                                   validate, with_parents)
 
 # A profile's `extends:` file is relative to the profile (the last --configfile; config/ by default).
 # Errors name that file.
@@ -18,6 +19,8 @@ except ConfigError as error:
     raise WorkflowError(f"invalid profile: {error}") from None
 
 EXPERIMENTS = resolve(PROFILE)
+# Fitted scaling laws (`scaling_laws:`): each a result folder of its own, results/runs/<law>/seed0/.
+LAWS = scaling_laws(PROFILE, EXPERIMENTS, SOURCE)
 # The interpreter running Snakemake runs the jobs. It reaches the shell through the environment, not
 # through params, so a moved checkout or another venv path does not count as changed settings.
 os.environ["REPRO_PYTHON"] = sys.executable
@@ -49,6 +52,7 @@ HARNESS = {"embedded": "embedded", "zeroshot": "conceptlm_zeroshot", "lm_ppl": "
 
 wildcard_constraints:
     experiment="|".join(EXPERIMENTS),
+    law="|".join(LAWS) or "(?!)",
     dataset="|".join(DATASETS),
     seed=r"\d+",
 
@@ -59,8 +63,24 @@ def runs(paper=None):
 
 
 def eval_results(paper=None):
-    """Every result JSON of the profile: the experiment's ``evals`` for each of its runs."""
-    return [f"{RUNS}/{e}/seed{s}/eval/{name}.json" for e, s in runs(paper) for name in EXPERIMENTS[e]["evals"]]
+    """Every result JSON of the profile: the experiment's ``evals`` for each of its runs, and each
+    scaling law's fit."""
+    return ([f"{RUNS}/{e}/seed{s}/eval/{name}.json" for e, s in runs(paper) for name in EXPERIMENTS[e]["evals"]]
+            + [f"{RUNS}/{law}/seed0/eval/law.json" for law, entry in LAWS.items() if paper in (None, entry["paper"])])
+
+
+def law_runs(law):
+    """``{"<experiment>/seed<k>": folder}`` of every run of a scaling law's grid."""
+    return {f"{e}/seed{s}": f"{RUNS}/{e}/seed{s}" for e in LAWS[law]["experiments"] for s in EXPERIMENTS[e]["seeds"]}
+
+
+def law_inputs(wildcards):
+    return [f"{folder}/{name}" for folder in law_runs(wildcards.law).values()
+            for name in ("eval/boundaries.json", "train/metrics.jsonl")]
+
+
+def law_settings_json(wildcards):
+    return json.dumps({"id": wildcards.law, **LAWS[wildcards.law], "runs": law_runs(wildcards.law)}, sort_keys=True)
 
 
 def run_outputs(paper=None):
@@ -111,7 +131,9 @@ def judge_flags():
 def runs_index_json():
     """The profile's run folders and the evaluations of each (tables/results.py reads only these, so a run
     or an evaluation dropped from the profile never reaches a table)."""
-    return json.dumps({"runs": {f"{e}/seed{s}": EXPERIMENTS[e]["evals"] for e, s in runs()}}, sort_keys=True)
+    index = {f"{e}/seed{s}": EXPERIMENTS[e]["evals"] for e, s in runs()}
+    index.update({f"{law}/seed0": ["law"] for law in LAWS})
+    return json.dumps({"runs": index}, sort_keys=True)
 
 
 def data_settings_json(wildcards):

@@ -66,6 +66,41 @@ rule evaluate_boundaries:
         )
 
 
+# A scaling law (scaling_laws: in the profile; evals/scaling_fit.py) fitted to the validation losses of
+# its grid's runs, with N, P and R from their boundaries evaluations; its settings file re-runs the fit
+# when the law's settings or grid change.
+rule law_config:
+    output:
+        f"{RUNS}/{{law}}/seed0/config.json",
+    params:
+        json=law_settings_json,
+    log:
+        f"{RUNS}/{{law}}/seed0/logs/config.log",
+    localrule: True
+    conda:
+        ENV
+    shell:
+        WRITE_JSON
+
+
+rule fit_law:
+    input:
+        settings=f"{RUNS}/{{law}}/seed0/config.json",
+        runs=law_inputs,
+    output:
+        f"{RUNS}/{{law}}/seed0/eval/law.json",
+    params:
+        cli=CLI,
+    log:
+        f"{RUNS}/{{law}}/seed0/logs/fit_law.log",
+    benchmark:
+        f"{RUNS}/{{law}}/seed0/logs/fit_law.bench.tsv",
+    conda:
+        ENV
+    shell:
+        logged("{params.cli} fit-law --settings {input.settings} --out {output}")
+
+
 rule evaluate_harness:
     input:
         weights=f"{RUN}/final/model.safetensors",

@@ -114,10 +114,13 @@ def with_parents(config: dict, folder: Path, source: str = "config", seen: tuple
 _REPLACED_WHOLE = ("corpus", "tokenizer")  # a new corpus or tokenizer keeps nothing of the old one
 
 
-def _merge(parent, child, key: str = ""):
-    if isinstance(parent, dict) and isinstance(child, dict) and key not in _REPLACED_WHOLE:
-        return {**parent, **{k: _merge(parent[k], v, k) if k in parent else v for k, v in child.items()}}
-    if key == "experiments" and isinstance(parent, list) and isinstance(child, list):
+def _merge(parent, child, path: tuple[str, ...] = ()):
+    """``child`` over ``parent`` (see ``with_parents``); ``path``: the keys from the profile's top level.
+    ``corpus`` and ``tokenizer`` are replaced whole wherever they are (a dataset's too); only the top-level
+    ``experiments`` merge by id (a scaling law's ``experiments`` is a plain list)."""
+    if isinstance(parent, dict) and isinstance(child, dict) and path[-1:] not in [(k,) for k in _REPLACED_WHOLE]:
+        return {**parent, **{k: _merge(parent[k], v, path + (k,)) if k in parent else v for k, v in child.items()}}
+    if path == ("experiments",) and isinstance(parent, list) and isinstance(child, list):
         patches = {entry.get("id"): entry for entry in child if isinstance(entry, dict)}
         known = {entry.get("id") for entry in parent if isinstance(entry, dict)}
         return ([patches.get(entry.get("id"), entry) for entry in parent]
@@ -515,6 +518,8 @@ def scaling_laws(config: dict, experiments: dict, source: str = "config") -> dic
     "n_boot"}``. Each grid experiment needs the ``boundaries`` evaluation (N, P, R of its runs)."""
     from fnmatch import fnmatchcase
 
+    from evals.scaling_law import grid_problem
+
     laws = {}
     for law_id, entry in config.get("scaling_laws", {}).items():
         where = f"{source}: scaling_laws.{law_id}"
@@ -531,8 +536,24 @@ def scaling_laws(config: dict, experiments: dict, source: str = "config") -> dic
         stray = [e for e in entry.get("holdout", []) if e not in grid]
         if stray:
             raise ConfigError(f"{where}.holdout: {stray[0]} is not in the law's grid")
+        problem = grid_problem(_law_shape(experiments[e]["model"]) for e in grid if e not in entry.get("holdout", []))
+        if problem:
+            raise ConfigError(f"{where}.experiments: {problem} (the runs left after the hold-out, counted from "
+                              "their weight matrices); add experiments or hold fewer out")
         laws[law_id] = {**LAW_DEFAULTS, **entry, "experiments": grid}
     return laws
+
+
+def _law_shape(model: dict) -> tuple[float, float, float]:
+    """(N, P, R) of a DLCM experiment from its weight matrices (``models.dlcm.matrix_params``; biases and
+    norms left out): enough to tell whether a law's grid varies what the law needs."""
+    from models.dlcm import matrix_params
+    from models.registry import model_config
+
+    _, cfg = model_config({k: v for k, v in model.items() if k != "seq_len"}, vocab_size=257, seq_len=model["seq_len"])
+    m = matrix_params(cfg)
+    n = m["token_side"] + m["concept"]
+    return float(n), m["concept"] / n, float(cfg.target_ratio)
 
 
 def genppl_settings(config: dict) -> dict:

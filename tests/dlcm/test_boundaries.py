@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from pathlib import Path
 
 import jsonschema
 import numpy as np
 import pytest
+import torch
 
 from corpora.sources import write_corpus
 from corpora.tokenization import load_tokenizer, tokenize_corpus, train_bpe
@@ -40,7 +42,8 @@ def dlcm_run(world, tmp_path_factory) -> Path:
     cfg = copy.deepcopy(TINY_RUN)
     cfg["model"] = {"arch": "dlcm_gpt2", "seq_len": L, "d_model": 32, "n_layer": 2, "n_head": 2, "d_concept": 32,
                     "concept_heads": 2, "concept_layers": 1}
-    cfg["train"].update(steps=6, log_interval=2, eval_interval=6, checkpoint_interval=6, loss_weights={"ntp": 1.0, "aux": 1.0})
+    cfg["train"].update(steps=6, log_interval=2, eval_interval=6, checkpoint_interval=6, snapshot_interval=2,
+                        loss_weights={"ntp": 1.0, "aux": 1.0})
     run_dir = tmp_path_factory.mktemp("dlcm_run")
     Trainer(cfg, world["tokens"], run_dir, threads=1).run()
     return run_dir
@@ -99,6 +102,32 @@ def test_a_run_is_measured_end_to_end_with_its_training_ratio(world, dlcm_run, t
     assert [m[f"train/tokens_{i}"] for i in (1, 2, 3)] == [2 * 4 * L, 4 * 4 * L, 6 * 4 * L]
     assert all(m[f"train/ratio_{i}"] >= 1 for i in (1, 2, 3))
     assert any(key.startswith(("story/", "entry/", "recipe/", "dialogue/")) for key in m)
+    # over training: the snapshots at steps 2 and 4, then the final weights
+    assert [m[f"over/tokens_{i}"] for i in (1, 2, 3)] == [2 * 4 * L, 4 * 4 * L, 6 * 4 * L] and "over/tokens_4" not in m
+    assert all(m[f"over/{k}_3"] == m[f"test/{k}"] for k in ("tokens_per_concept", "f1_tol0", "f1_tol1"))
+
+
+def test_boundaries_over_training_score_each_snapshot_and_refuse_a_changed_one(world, dlcm_run, tmp_path):
+    from evals.boundaries import predicted_boundaries
+    from evals.perplexity import load_trained
+    from trainer.checkpoint import CheckpointError, load_model_weights
+
+    m = evaluate_boundaries(dlcm_run / "final", world["tokens"], tmp_path / "b.json", world["tokenizer"])["metrics"]
+    model, _ = load_trained(dlcm_run / "final")
+    load_model_weights(model, dlcm_run / "train" / "snapshots" / "step-000002.safetensors")
+    tokens = open_split(world["tokens"], "test")
+    n = min(64, (len(tokens) - 1) // L)
+    windows = torch.from_numpy(tokens[:n * L].astype(np.int64)).view(n, L)
+    truth = true_boundaries(world["corpus"], world["tokenizer"], tokens, n * L)
+    early = boundary_scores(predicted_boundaries(model, windows, 16), truth, L)
+    assert m["over/f1_tol0_1"] == pytest.approx(early["test/f1_tol0"])
+    assert m["over/tokens_per_concept_1"] == pytest.approx(early["test/tokens_per_concept"])
+    changed = tmp_path / "run"
+    shutil.copytree(dlcm_run, changed)
+    snapshot = changed / "train" / "snapshots" / "step-000004.safetensors"
+    snapshot.write_bytes(snapshot.read_bytes()[:-8] + bytes(8))
+    with pytest.raises(CheckpointError, match="step-000004.safetensors: missing or not the snapshot"):
+        evaluate_boundaries(changed / "final", world["tokens"], tmp_path / "c.json", world["tokenizer"])
 
 
 def test_a_changed_corpus_and_a_token_model_are_refused(world, dlcm_run, tmp_path):

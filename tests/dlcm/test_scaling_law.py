@@ -93,8 +93,8 @@ def test_deterministic_and_order_free(points, law_fit):
 
 def test_fit_to_result_is_flat_numbers(law_fit):
     out = fit_to_result(law_fit)
-    assert out["law/E0"] == law_fit.constants["E0"] and out["law/runs"] == 24.0 and out["law/points"] == 192.0
-    assert {"law/E0_lo", "law/E0_hi", "law/gamma_determined", "law/r2_fit", "law/r2_heldout",
+    assert out["law/e0"] == law_fit.constants["E0"] and out["law/runs"] == 24.0 and out["law/points"] == 192.0
+    assert {"law/e0_lo", "law/e0_hi", "law/a_token", "law/gamma_determined", "law/r2_fit", "law/r2_heldout",
             "law/rmse_heldout", "law/identifiable"} <= set(out)
     assert all(v is None or (isinstance(v, float) and math.isfinite(v)) for v in out.values())
     no_holdout = fit_to_result(fit(grid(), n_boot=2))

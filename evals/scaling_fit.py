@@ -1,0 +1,86 @@
+"""DLCM's scaling law (``evals.scaling_law``, Eq. 22) fitted to a profile's grid of runs: the result
+``results/runs/<law id>/seed0/eval/law.json`` that the tables and the report read like any evaluation.
+
+Each run of the grid gives its validation losses (``valid/loss`` rows of ``train/metrics.jsonl``, the
+model's primary loss: next-token cross-entropy in nats per token) from ``fit_from`` of its training
+tokens on, as points (N, D, R, P, L): N the non-embedding parameters and P the concept blocks' share of
+them (``params/non_embedding``, ``params/concept_share`` of its boundaries evaluation), R its *target*
+ratio (the grid's R, as the paper's R in {2, 4, 8}; the realised ratio is recorded beside it), D the
+training tokens at the row. Every seed of an experiment is a run of its own; runs of ``holdout``
+experiments are left out of the fit and of the bootstrap and scored after it.
+
+The result carries the constants (``law/<name>``, ``_lo``, ``_hi``, ``_determined``), R^2 on the fitted
+and on the held-out points, and in ``details`` every point with the law's prediction (the figure), the
+runs and their checkpoints' sha256.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from common.errors import ReproError
+from common.io import atomic_write_json, config_hash
+from common.provenance import provenance
+from evals.scaling_law import LawPoint, fit, fit_to_result, predict
+
+
+class LawDataError(ReproError, ValueError):
+    """A grid run without what the law needs (a boundaries result, validation losses)."""
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise LawDataError(f"{path}: unreadable ({e}); re-run snakemake to rewrite it") from e
+
+
+def run_points(run_dir: Path, name: str, fit_from: float) -> tuple[list[LawPoint], dict]:
+    """The law points of one run folder and a description of the run (sha256, N, P, R, realised R)."""
+    result = _read_json(run_dir / "eval" / "boundaries.json")
+    m = result["metrics"]
+    N, P, R = m["params/non_embedding"], m["params/concept_share"], m["model/target_ratio"]
+    metrics = run_dir / "train" / "metrics.jsonl"
+    try:
+        rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+    except (OSError, json.JSONDecodeError) as e:
+        raise LawDataError(f"{metrics}: unreadable ({e}); delete {run_dir / 'final'} and re-run snakemake") from e
+    valid = [r for r in rows if r.get("valid/loss") is not None]
+    if not valid:
+        raise LawDataError(f"{metrics}: no validation loss; lower train.eval_interval of {name} so that it logs some")
+    total = max(r["tokens"] for r in valid)
+    points = [LawPoint(name, N, float(r["tokens"]), R, P, float(r["valid/loss"]))
+              for r in valid if r["tokens"] >= fit_from * total]
+    info = {"N": N, "P": P, "R": R, "realised_R": m.get("test/tokens_per_concept"), "points": len(points),
+            "checkpoint_sha256": result["provenance"]["checkpoint_sha256"]}
+    return points, info
+
+
+def evaluate_law(law_id: str, settings: dict, runs: dict[str, Path], out_path: Path) -> dict:
+    """Fit ``settings`` (a resolved ``scaling_laws`` entry: ``experiments``, ``holdout``, ``fit_from``,
+    ``n_boot``) to ``runs`` (``{"<experiment>/seed<k>": folder}``); write and return the result."""
+    t0 = time.perf_counter()
+    points, described = [], {}
+    for name, folder in sorted(runs.items()):
+        pts, described[name] = run_points(Path(folder), name, settings["fit_from"])
+        points += pts
+    held = [name for name in runs if name.split("/")[0] in settings["holdout"]]
+    try:
+        result = fit(points, held, n_boot=settings["n_boot"])
+    except ValueError as e:
+        raise LawDataError(f"scaling_laws.{law_id}: {e}; widen the grid (scaling_laws.{law_id}.experiments)") from None
+    predicted = predict(result, *([getattr(p, k) for p in points] for k in ("N", "D", "R", "P")))
+    metrics = fit_to_result(result)
+    details = {"law": settings["law"], "method": result.method, "ill_determined": list(result.ill_determined),
+               "runs": described, "heldout_runs": list(result.heldout_runs),
+               "points": [{"run": p.run, "N": p.N, "D": p.D, "R": p.R, "P": p.P, "loss": p.loss,
+                           "predicted": float(y), "heldout": p.run in held} for p, y in zip(points, predicted)],
+               "note": "constants fitted at embedded scale: the paper publishes none (reported/dlcm/MISSING.md)"}
+    config = {"id": law_id, **settings}
+    record = {"schema_version": 1, "experiment": law_id, "seed": 0, "eval": Path(out_path).stem,
+              "metrics": metrics, "details": details, "config": config,
+              "provenance": provenance(config_hash=config_hash(config), checkpoint_sha256=None, seed=0,
+                                       wall_time_s=time.perf_counter() - t0)}
+    atomic_write_json(out_path, record)
+    return record

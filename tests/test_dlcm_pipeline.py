@@ -1,0 +1,114 @@
+"""DLCM through Snakemake, as a user runs it (`snakemake dlcm`, then the tables and the report): the
+boundaries evaluation scores every snapshot of training, the scaling law is fitted to the grid's
+trajectories with held-out runs, its result reaches the tables and the report; a changed law setting
+re-runs the fit alone; a bad law or a bad DLCM setting is refused before any job runs."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from tests.test_workflow import ROOT, built, dry_run
+from workflows.experiments import ConfigError, validate
+
+L = 32
+RESULT_SCHEMA = json.loads((ROOT / "config" / "schemas" / "result.schema.json").read_text())
+
+
+def dlcm_profile() -> dict:
+    config = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
+    config["profile"] = "micro"
+    config["corpus"]["synthetic"] = {"train_docs": 300, "valid_docs": 20, "test_docs": 20}
+    config["tokenizer"]["vocab_size"] = 400
+    config.pop("datasets")
+    config.pop("genppl")
+    config.pop("conditional")
+    config["defaults"]["model"].update(seq_len=L, d_model=32, n_layer=2, n_head=2)
+    config["defaults"]["train"].update(steps=30, batch_size=8, micro_batch_size=8, warmup_steps=3, log_interval=5,
+                                       eval_interval=3, checkpoint_interval=30, snapshot_interval=10)
+    dlcm = {"paper": "dlcm", "evals": ["ppl", "boundaries"], "seeds": [0]}
+    config["experiments"] = [
+        {"id": "base_s", "evals": ["ppl"]},  # a ConceptLM row: not in `snakemake dlcm`
+        {"id": "law_d{model.d_model}_c{model.concept_layers}_r{model.target_ratio}", **dlcm,
+         "overrides": {"model.arch": "dlcm_gpt2", "model.concept_heads": 2},
+         "sweep": {"model.d_model": [32, 32, 32, 48, 48, 64], "model.d_concept": [64, 64, 64, 96, 96, 128],
+                   "model.concept_layers": [1, 2, 1, 1, 2, 1], "model.target_ratio": [4, 4, 2, 4, 8, 4]}},
+    ]
+    config["scaling_laws"] = {"dlcm_law": {"paper": "dlcm", "law": "dlcm", "experiments": ["law_*"],
+                                      "holdout": ["law_d32_c2_r4"], "n_boot": 4}}
+    return config
+
+
+def run_dir(workdir: Path, exp: str) -> Path:
+    return workdir / f"results/micro/runs/{exp}/seed0"
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    return built(tmp_path_factory, "dlcm", dlcm_profile(), "dlcm")
+
+
+@pytest.mark.slow
+def test_the_law_is_fitted_to_the_grid_and_reaches_the_tables(workdir):
+    assert not run_dir(workdir, "base_s").exists()  # another paper's run: not part of `snakemake dlcm`
+    law = json.loads((run_dir(workdir, "dlcm_law") / "eval" / "law.json").read_text())
+    jsonschema.validate(law, RESULT_SCHEMA)
+    m, d = law["metrics"], law["details"]
+    assert m["law/runs"] == 5 and m["law/heldout_runs"] == 1 and d["heldout_runs"] == ["law_d32_c2_r4/seed0"]
+    # 30 steps with validation every 3: 10 rows, those from 20 % of the tokens on (steps 6..30) are points
+    assert m["law/points"] == 5 * 9 and m["law/heldout_points"] == 9
+    assert m["law/r2_heldout"] is not None and m["law/e0"] > 0
+    held = [p for p in d["points"] if p["heldout"]]
+    assert len(held) == 9 and {p["run"] for p in held} == {"law_d32_c2_r4/seed0"}
+    boundaries = json.loads((run_dir(workdir, "law_d32_c1_r4") / "eval" / "boundaries.json").read_text())
+    assert d["runs"]["law_d32_c1_r4/seed0"]["P"] == boundaries["metrics"]["params/concept_share"]
+    bm = boundaries["metrics"]
+    assert [bm[f"over/tokens_{i}"] for i in (1, 2, 3)] == [10 * 8 * L, 20 * 8 * L, 30 * 8 * L]
+    assert bm["over/f1_tol0_3"] == bm["test/f1_tol0"]
+    run = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
+                          "--configfile", str(workdir / "micro.yaml"), "--cores", "2"],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    tables = workdir / "results/micro/tables"
+    constants = {(r["row"], r["column"]): r["reproduced_mean"]
+                 for r in json.loads((tables / "embedded/dlcm_law.json").read_text())["records"]}
+    assert constants["alpha", "value"] == pytest.approx(m["law/alpha"], rel=1e-3)
+    assert constants["e0", "lo"] == pytest.approx(m["law/e0_lo"], rel=1e-3)
+    scalars = {r["row"]: r for r in json.loads((tables / "dlcm/scalars.json").read_text())["records"]}
+    assert scalars["scaling_fit_r2"]["reproduced_mean"] == pytest.approx(m["law/r2_fit"], rel=1e-3)
+    report = (workdir / "results/micro/report/report.md").read_text()
+    assert "prediction against observed loss" in report and f"{int(m['law/points'])} fitted points" in report
+
+
+@pytest.mark.slow
+def test_a_changed_law_setting_refits_without_retraining(workdir):
+    changed = dlcm_profile()
+    changed["scaling_laws"]["dlcm_law"]["holdout"] = ["law_d48_c2_r8"]
+    experiments, console = dry_run(workdir, changed, "dlcm")
+    assert "fit_law" in console and "rule pretrain" not in console and not experiments
+
+
+def test_a_bad_law_or_dlcm_setting_is_refused_before_any_job():
+    def refused(profile: dict) -> str:
+        with pytest.raises(ConfigError) as error:
+            validate(profile, "micro.yaml")
+        assert "\n" not in str(error.value)  # one line
+        return str(error.value)
+
+    bad = dlcm_profile()
+    bad["scaling_laws"]["dlcm_law"]["holdout"] = ["base_s"]
+    assert "holdout: base_s is not in the law's grid" in refused(bad)
+    bad = dlcm_profile()
+    bad["scaling_laws"]["dlcm_law"]["experiments"] = ["law_d32_*", "law_d48_*"]
+    assert "2 values of N(1-P); the token term (A_token, t_token, delta1) needs at least 3" in refused(bad)
+    for key, value, named in (("model.target_ratio", 0.5, "target_ratio"), ("model.boundary_threshold", 1.5,
+                              "boundary_threshold"), ("model.d_concept", 63, "d_concept"),
+                              ("model.concept_share", 1.2, "concept_share"), ("model.aux_weight", -0.1, "aux_weight")):
+        bad = dlcm_profile()
+        bad["experiments"].append({"id": "bad", "paper": "dlcm", "overrides": {"model.arch": "dlcm_gpt2", key: value}})
+        assert f"experiments[bad]: model.{named}" in refused(bad), key
