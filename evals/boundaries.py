@@ -20,8 +20,8 @@ Metrics (``test/`` over every scored position, ``<type>/`` over the tokens of on
   window starts count, as in training); ``true_tokens_per_concept``: the world's own ratio;
 * ``precision_tol{k}``, ``recall_tol{k}``, ``f1_tol{k}`` for k = 0 and 1: predicted against true
   boundaries, matched one to one within k tokens (greedy in order, per window);
-* ``params/non_embedding`` and ``params/concept_share`` (P of the scaling law, Eq. 22: the concept
-  blocks' and concept norm's share of the non-embedding parameters), ``model/target_ratio`` (R);
+* ``params/non_embedding`` (N of the scaling law, Eq. 22: without embeddings and LM head) and
+  ``params/concept_share`` (P: the concept blocks' and concept norm's share of N), ``model/target_ratio`` (R);
 * ``train/ratio_<i>``, ``train/tokens_<i>`` (i = 1..n): the compression realised by training's sampled
   boundaries at each logged step of ``train/metrics.jsonl`` (the drift of Sec. 8.1, Fig. 8);
 * ``over/tokens_<i>``, ``over/tokens_per_concept_<i>``, ``over/f1_tol0_<i>``, ``over/f1_tol1_<i>`` (i =
@@ -174,8 +174,13 @@ def training_ratio(run_dir: Path) -> dict[str, float]:
 
 
 def parameter_share(model: DLCM) -> dict[str, float]:
+    """N and P of the scaling law (Eq. 22): the non-embedding parameters without the LM head (a vocabulary
+    matrix like the embedding: at full scale it alone would be a quarter of N), and the concept blocks'
+    and concept norm's share of them, the quantity ``model.concept_share`` sets from the weight matrices
+    (``models.dlcm.matrix_params``; biases and norms aside, the two agree)."""
     concept = sum(p.numel() for name, p in model.named_parameters() if name.startswith(("concept_blocks.", "concept_norm.")))
-    total = model.num_params()
+    head = model.lm_head.weight.numel() if model.lm_head.weight is not model.wte.weight else 0
+    total = model.num_params() - head
     return {"params/non_embedding": total, "params/concept_share": concept / total}
 
 

@@ -109,9 +109,17 @@ def collect(tables: Path) -> Findings | None:
 # Our own tables of the embedded runs (tables/specs/embedded/) quoted under the findings: (table, columns)
 HEADLINES = {"foundation": ("test PPL", "PPL ÷ oracle"),
              "ncm": ("Gen PPL", "entropy H", "NFE", "prefixes accepted"),
-             "ncm_conditional": ("BLEU", "ROUGE-L", "boards (%)", "NFE", "s / target")}
+             "ncm_conditional": ("BLEU", "ROUGE-L", "boards (%)", "NFE", "s / target"),
+             "dlcm": ("test PPL", "concept share P", "target R", "tokens / concept", "world's tokens / concept", "F1",
+                      "F1 (±1 token)", "choice acc"),
+             "dlcm_law": ("fitted", "95 % lo", "95 % hi", "determined"),
+             "dlcm_law_fit": ("R^2 fitted", "R^2 held out", "RMSE held out (nats)", "fitted points", "fitted runs",
+                              "held-out points", "all determined")}
 INTRO = {"foundation": "Every embedded run", "ncm": "Every embedded NCM sampler and diagnostic",
-         "ncm_conditional": "Every embedded conditional generator and diagnostic"}
+         "ncm_conditional": "Every embedded conditional generator and diagnostic",
+         "dlcm": "Every embedded DLCM run beside the token baselines",
+         "dlcm_law": "The scaling law (Eq. 22) fitted to the DLCM grid: constants and 95 % bootstrap intervals",
+         "dlcm_law_fit": "How well the law fits and predicts"}
 
 
 def headline(tables: Path, table: str = "foundation") -> str:

@@ -50,13 +50,13 @@ def run_folders(root: Path) -> list[Path]:
 
 
 def first_seed_result(root: Path, experiment: str, eval_name: str) -> Path | None:
-    """The result file ``eval_name`` of the lowest seed of ``experiment`` among the runs to read (seed 0
-    when it exists), for figures that read a result's details; None when there is none."""
+    """The result file ``eval_name`` of the lowest seed of ``experiment`` among the runs and evaluations to
+    read (``_listed``; seed 0 when it exists), for figures that read a result's details; None when there is none."""
     by_seed: dict[int, Path] = {}
-    for run in run_folders(root):
+    for run, evals in _listed(root).items():
         path = run / "eval" / f"{eval_name}.json"
         seed = run.name.removeprefix("seed")
-        if run.parent.name == experiment and path.is_file() and seed.isdigit():
+        if run.parent.name == experiment and path.is_file() and seed.isdigit() and (evals is None or eval_name in evals):
             by_seed[int(seed)] = path
     return by_seed[min(by_seed)] if by_seed else None
 

@@ -289,3 +289,20 @@ def test_non_finite_settings_and_duplicate_keys_are_refused(profile, tmp_path, c
 def test_profile_name_must_be_a_folder_name(profile):
     profile["profile"] = "../escape"
     assert "profile" in _error(profile) and "does not match" in _error(profile)
+
+
+def test_a_child_profile_replaces_a_laws_grid_and_merges_only_top_level_experiments_by_id(tmp_path):
+    """``experiments`` of a scaling law is a plain list: a child's list replaces the parent's (only the
+    profile's top-level ``experiments`` merge by id)."""
+    from workflows.experiments import load_profile
+
+    child = tmp_path / "child.yaml"
+    child.write_text(yaml.safe_dump({
+        "extends": str(ROOT / "config" / "default.yaml"), "profile": "child",
+        "experiments": [{"id": "dlcm_law_xxs_p2_r2", "base": "dlcm_law_xxs_p2_r4", "overrides": {"model.target_ratio": 2}}],
+        "scaling_laws": {"dlcm_law": {"experiments": ["dlcm_law_*"], "holdout": ["dlcm_law_xs_p3_r4"]}}}))
+    config = load_profile(child)
+    law = config["scaling_laws"]["dlcm_law"]
+    assert law["experiments"] == ["dlcm_law_*"] and law["holdout"] == ["dlcm_law_xs_p3_r4"] and law["paper"] == "dlcm"
+    ids = [e["id"] for e in config["experiments"]]
+    assert ids.count("dlcm_s") == 1 and ids[-1] == "dlcm_law_xxs_p2_r2"

@@ -106,6 +106,12 @@ def test_a_bad_law_or_dlcm_setting_is_refused_before_any_job():
     bad = dlcm_profile()
     bad["scaling_laws"]["dlcm_law"]["experiments"] = ["law_d32_*", "law_d48_*"]
     assert "2 values of N(1-P); the token term (A_token, t_token, delta1) needs at least 3" in refused(bad)
+    bad = dlcm_profile()
+    bad["defaults"]["train"]["eval_interval"] = 25  # validation at steps 25 and 30 only
+    assert "the law needs 3 token counts and 12 points: lower train.eval_interval" in refused(bad)
+    bad = dlcm_profile()
+    bad["scaling_laws"]["base_s"] = bad["scaling_laws"].pop("dlcm_law")
+    assert "scaling_laws.base_s: the id is an experiment's" in refused(bad)
     for key, value, named in (("model.target_ratio", 0.5, "target_ratio"), ("model.boundary_threshold", 1.5,
                               "boundary_threshold"), ("model.d_concept", 63, "d_concept"),
                               ("model.concept_share", 1.2, "concept_share"), ("model.aux_weight", -0.1, "aux_weight")):

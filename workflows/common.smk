@@ -2,6 +2,7 @@
 # The rules call `python -m workflows.cli ...`: the package is installed (editable) by `make`.
 import json
 import os
+import re
 import sys
 
 from pathlib import Path
@@ -51,9 +52,9 @@ HARNESS = {"embedded": "embedded", "zeroshot": "conceptlm_zeroshot", "lm_ppl": "
 
 
 wildcard_constraints:
-    experiment="|".join(EXPERIMENTS),
-    law="|".join(LAWS) or "(?!)",
-    dataset="|".join(DATASETS),
+    experiment="|".join(map(re.escape, EXPERIMENTS)),
+    law="|".join(map(re.escape, LAWS)) or "(?!)",
+    dataset="|".join(map(re.escape, DATASETS)),
     seed=r"\d+",
 
 

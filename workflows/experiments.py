@@ -536,12 +536,29 @@ def scaling_laws(config: dict, experiments: dict, source: str = "config") -> dic
         stray = [e for e in entry.get("holdout", []) if e not in grid]
         if stray:
             raise ConfigError(f"{where}.holdout: {stray[0]} is not in the law's grid")
-        problem = grid_problem(_law_shape(experiments[e]["model"]) for e in grid if e not in entry.get("holdout", []))
+        fitted = [e for e in grid if e not in entry.get("holdout", [])]
+        problem = grid_problem(_law_shape(experiments[e]["model"]) for e in fitted)
         if problem:
             raise ConfigError(f"{where}.experiments: {problem} (the runs left after the hold-out, counted from "
                               "their weight matrices); add experiments or hold fewer out")
+        fit_from = entry.get("fit_from", LAW_DEFAULTS["fit_from"])
+        tokens = {e: _law_tokens(experiments[e], fit_from) for e in fitted}
+        n_d, n_points = len(set().union(*tokens.values())), sum(len(t) * len(experiments[e]["seeds"]) for e, t in tokens.items())
+        if n_d < 3 or n_points <= 11:
+            raise ConfigError(f"{where}: the fitted runs log {n_points} validation losses at {n_d} token count(s) from "
+                              f"fit_from={fit_from:g} of training on; the law needs 3 token counts and 12 points: lower "
+                              "train.eval_interval of the grid's runs or fit_from")
         laws[law_id] = {**LAW_DEFAULTS, **entry, "experiments": grid}
     return laws
+
+
+def _law_tokens(exp: dict, fit_from: float) -> set[int]:
+    """Training tokens of the validation rows the trainer logs (every ``eval_interval`` steps and the last)
+    from ``fit_from`` of training on: the D of a run's law points."""
+    t = exp["train"]
+    per_step, steps = t["batch_size"] * exp["model"]["seq_len"], t["steps"]
+    rows = set(range(t["eval_interval"], steps + 1, t["eval_interval"])) | {steps}
+    return {s * per_step for s in rows if s * per_step >= fit_from * steps * per_step}
 
 
 def _law_shape(model: dict) -> tuple[float, float, float]:
