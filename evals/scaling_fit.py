@@ -10,7 +10,7 @@ training tokens at the row. Every seed of an experiment is a run of its own; run
 experiments are left out of the fit and of the bootstrap and scored after it.
 
 The result carries the constants (``law/<name>``, ``_lo``, ``_hi``, ``_determined``), R^2 on the fitted
-and on the held-out points, and in ``details`` every point with the law's prediction (the figure), the
+and on the held-out points, the same across runs at their last point (``final_scores``), and in ``details`` every point with the law's prediction (the figure), the
 runs and their checkpoints' sha256.
 """
 from __future__ import annotations
@@ -57,6 +57,24 @@ def run_points(run_dir: Path, name: str, fit_from: float) -> tuple[list[LawPoint
     return points, info
 
 
+def final_scores(points: list[LawPoint], predicted, held: list[str]) -> dict[str, float | None]:
+    """The law across runs rather than along them: its predictions of each run's last validation loss.
+    ``law/r2_final`` over the fitted runs' last points (how much of the spread between runs at the end of
+    training the law explains: R^2 over whole trajectories is dominated by the fall of the loss with D),
+    ``law/final_mae`` over them and ``law/heldout_final_mae`` over the held-out runs' (nats)."""
+    last: dict[str, tuple[float, float]] = {}
+    for p, y in sorted(zip(points, map(float, predicted)), key=lambda item: item[0].D):
+        last[p.run] = (p.loss, y)  # the largest D wins
+    fitted = [v for run, v in last.items() if run not in held]
+    out = [v for run, v in last.items() if run in held]
+    mean = sum(loss for loss, _ in fitted) / len(fitted)
+    sst = sum((loss - mean) ** 2 for loss, _ in fitted)
+    sse = sum((loss - y) ** 2 for loss, y in fitted)
+    return {"law/r2_final": 1 - sse / sst if sst > 0 else None,
+            "law/final_mae": sum(abs(loss - y) for loss, y in fitted) / len(fitted),
+            "law/heldout_final_mae": sum(abs(loss - y) for loss, y in out) / len(out) if out else None}
+
+
 def evaluate_law(law_id: str, settings: dict, runs: dict[str, Path], out_path: Path) -> dict:
     """Fit ``settings`` (a resolved ``scaling_laws`` entry: ``experiments``, ``holdout``, ``fit_from``,
     ``n_boot``) to ``runs`` (``{"<experiment>/seed<k>": folder}``); write and return the result."""
@@ -71,7 +89,7 @@ def evaluate_law(law_id: str, settings: dict, runs: dict[str, Path], out_path: P
     except ValueError as e:
         raise LawDataError(f"scaling_laws.{law_id}: {e}; widen the grid (scaling_laws.{law_id}.experiments)") from None
     predicted = predict(result, *([getattr(p, k) for p in points] for k in ("N", "D", "R", "P")))
-    metrics = fit_to_result(result)
+    metrics = {**fit_to_result(result), **final_scores(points, predicted, held)}
     details = {"law": settings["law"], "method": result.method, "ill_determined": list(result.ill_determined),
                "runs": described, "heldout_runs": list(result.heldout_runs),
                "points": [{"run": p.run, "N": p.N, "D": p.D, "R": p.R, "P": p.P, "loss": p.loss,

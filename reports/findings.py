@@ -113,8 +113,8 @@ HEADLINES = {"foundation": ("test PPL", "PPL ÷ oracle"),
              "dlcm": ("test PPL", "concept share P", "target R", "tokens / concept", "world's tokens / concept", "F1",
                       "F1 (±1 token)", "choice acc"),
              "dlcm_law": ("fitted", "95 % lo", "95 % hi", "determined"),
-             "dlcm_law_fit": ("R^2 fitted", "R^2 held out", "RMSE held out (nats)", "fitted points", "fitted runs",
-                              "held-out points", "all determined")}
+             "dlcm_law_fit": ("R^2 fitted", "R^2 held out", "RMSE held out (nats)", "R^2 across runs (last points)",
+                              "MAE last points (nats)", "MAE held-out last points (nats)", "fitted points", "all determined")}
 INTRO = {"foundation": "Every embedded run", "ncm": "Every embedded NCM sampler and diagnostic",
          "ncm_conditional": "Every embedded conditional generator and diagnostic",
          "dlcm": "Every embedded DLCM run beside the token baselines",

@@ -51,7 +51,8 @@ def test_the_grid_becomes_points_and_the_fit_recovers_the_law(runs, tmp_path):
     # steps 2..10 of 10 lie at or after 20 % of the tokens: 9 points per run, one run held out
     assert m["law/points"] == 26 * 9 and m["law/heldout_points"] == 9 and m["law/runs"] == 26
     assert d["heldout_runs"] == ["e_N4000000_R4_P0.5/seed0"]
-    assert m["law/r2_fit"] > 0.999 and m["law/r2_heldout"] > 0.99
+    assert m["law/r2_fit"] > 0.999 and m["law/r2_heldout"] > 0.99 and m["law/r2_final"] > 0.99
+    assert m["law/final_mae"] < 0.01 and m["law/heldout_final_mae"] < 0.02
     assert m["law/e0"] == pytest.approx(TRUE["E0"], rel=0.05)
     assert all(p["predicted"] == pytest.approx(p["loss"], rel=1e-2) for p in d["points"])
     assert d["runs"]["e_N2000000_R2_P0.3/seed0"] == {"N": 2e6, "P": 0.3, "R": 2, "realised_R": 1.8, "points": 9,
@@ -67,3 +68,16 @@ def test_a_run_without_validation_losses_or_a_grid_too_small_is_named(runs, tmp_
     one_ratio = {n: f for n, f in runs.items() if "_R4_" in n}
     with pytest.raises(LawDataError, match=r"scaling_laws.law: the fitted points have 1 value of R"):
         evaluate_law("law", {**SETTINGS, "holdout": []}, one_ratio, tmp_path / "l.json")
+
+
+def test_final_scores_judge_the_law_across_runs_at_their_last_points():
+    from evals.scaling_fit import final_scores
+    from evals.scaling_law import LawPoint
+
+    pts = [LawPoint(run, 1e6, D, 4, 0.5, loss) for run, last in (("a", 3.0), ("b", 3.2), ("c", 3.4))
+           for D, loss in ((1e5, 5.0), (2e5, last))]
+    exact = final_scores(pts, [p.loss for p in pts], held=["c"])
+    assert exact == {"law/r2_final": 1.0, "law/final_mae": 0.0, "law/heldout_final_mae": 0.0}
+    swapped = {("a", 2e5): 3.2, ("b", 2e5): 3.0}  # right along each trajectory, wrong between runs
+    scores = final_scores(pts, [swapped.get((p.run, p.D), p.loss) for p in pts], held=["c"])
+    assert scores["law/r2_final"] == pytest.approx(1 - 0.08 / 0.02) and scores["law/final_mae"] == pytest.approx(0.2)
