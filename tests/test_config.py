@@ -189,13 +189,13 @@ def test_a_profile_extends_another_by_merging(tmp_path):
 
     (tmp_path / "child.yaml").write_text(yaml.safe_dump({
         "extends": str(ROOT / "config" / "default.yaml"), "profile": "child",
-        "defaults": {"train": {"steps": 7}},
+        "defaults": {"train": {"steps": 70}},
         "experiments": [{"id": "base_gpt2_xs", "overrides": {"model.d_model": 32, "model.n_head": 2}},
                         {"id": "extra", "base": "base_gpt2_xs"}]}))
     config = load_profile(tmp_path / "child.yaml")
     exps = resolve(config)
     assert config["profile"] == "child" and config["defaults"]["train"]["lr"] == 3.0e-3  # merged, not replaced
-    assert exps["conceptlm_gpt2_xs"]["model"]["d_model"] == 32 and exps["conceptlm_gpt2_xs"]["train"]["steps"] == 7
+    assert exps["conceptlm_gpt2_xs"]["model"]["d_model"] == 32 and exps["conceptlm_gpt2_xs"]["train"]["steps"] == 70
     assert exps["extra"]["model"]["n_head"] == 2 and exps["base_gpt2_xs"]["evals"] == ["ppl"]  # entry replaced
     assert config["tokenizer"] == load_profile(ROOT / "config" / "default.yaml")["tokenizer"]  # not overridden
     (tmp_path / "loop.yaml").write_text("extends: loop.yaml\nprofile: loop\n")
