@@ -36,11 +36,11 @@ def dlcm_profile() -> dict:
         {"id": "base_s", "evals": ["ppl"]},  # a ConceptLM row: not in `snakemake dlcm`
         {"id": "law_d{model.d_model}_c{model.concept_layers}_r{model.target_ratio}", **dlcm,
          "overrides": {"model.arch": "dlcm_gpt2", "model.concept_heads": 2},
-         "sweep": {"model.d_model": [32, 32, 32, 48, 48, 64], "model.d_concept": [64, 64, 64, 96, 96, 128],
-                   "model.concept_layers": [1, 2, 1, 1, 2, 1], "model.target_ratio": [4, 4, 2, 4, 8, 4]}},
+         "sweep": {"model.d_model": [32, 32, 48, 64], "model.d_concept": [64, 64, 96, 128],
+                   "model.concept_layers": [1, 2, 1, 2], "model.target_ratio": [4, 8, 2, 4]}},
     ]
     config["scaling_laws"] = {"dlcm_law": {"paper": "dlcm", "law": "dlcm", "experiments": ["law_*"],
-                                      "holdout": ["law_d32_c2_r4"], "n_boot": 4}}
+                                      "holdout": ["law_d32_c2_r8"], "n_boot": 4}}
     return config
 
 
@@ -59,12 +59,12 @@ def test_the_law_is_fitted_to_the_grid_and_reaches_the_tables(workdir):
     law = json.loads((run_dir(workdir, "dlcm_law") / "eval" / "law.json").read_text())
     jsonschema.validate(law, RESULT_SCHEMA)
     m, d = law["metrics"], law["details"]
-    assert m["law/runs"] == 5 and m["law/heldout_runs"] == 1 and d["heldout_runs"] == ["law_d32_c2_r4/seed0"]
+    assert m["law/runs"] == 3 and m["law/heldout_runs"] == 1 and d["heldout_runs"] == ["law_d32_c2_r8/seed0"]
     # 30 steps with validation every 3: 10 rows, those from 20 % of the tokens on (steps 6..30) are points
-    assert m["law/points"] == 5 * 9 and m["law/heldout_points"] == 9
+    assert m["law/points"] == 3 * 9 and m["law/heldout_points"] == 9
     assert m["law/r2_heldout"] is not None and m["law/e0"] > 0
     held = [p for p in d["points"] if p["heldout"]]
-    assert len(held) == 9 and {p["run"] for p in held} == {"law_d32_c2_r4/seed0"}
+    assert len(held) == 9 and {p["run"] for p in held} == {"law_d32_c2_r8/seed0"}
     boundaries = json.loads((run_dir(workdir, "law_d32_c1_r4") / "eval" / "boundaries.json").read_text())
     assert d["runs"]["law_d32_c1_r4/seed0"]["P"] == boundaries["metrics"]["params/concept_share"]
     bm = boundaries["metrics"]
@@ -88,7 +88,7 @@ def test_the_law_is_fitted_to_the_grid_and_reaches_the_tables(workdir):
 @pytest.mark.slow
 def test_a_changed_law_setting_refits_without_retraining(workdir):
     changed = dlcm_profile()
-    changed["scaling_laws"]["dlcm_law"]["holdout"] = ["law_d48_c2_r8"]
+    changed["scaling_laws"]["dlcm_law"]["n_boot"] = 6
     experiments, console = dry_run(workdir, changed, "dlcm")
     assert "fit_law" in console and "rule pretrain" not in console and not experiments
 
@@ -104,7 +104,11 @@ def test_a_bad_law_or_dlcm_setting_is_refused_before_any_job():
     bad["scaling_laws"]["dlcm_law"]["holdout"] = ["base_s"]
     assert "holdout: base_s is not in the law's grid" in refused(bad)
     bad = dlcm_profile()
-    bad["scaling_laws"]["dlcm_law"]["experiments"] = ["law_d32_*", "law_d48_*"]
+    bad["scaling_laws"]["dlcm_law"]["experiments"] = ["law_d32_*", "law_d48_*"]  # one concept depth at two widths
+    assert "the fitted points have 1 value of P; the token and concept terms are told apart" in refused(bad)
+    bad = dlcm_profile()
+    bad["scaling_laws"]["dlcm_law"]["experiments"] = ["law_d32_*", "law_d64_*"]
+    bad["scaling_laws"]["dlcm_law"]["holdout"] = []  # two token widths
     assert "2 values of N(1-P); the token term (A_token, t_token, delta1) needs at least 3" in refused(bad)
     bad = dlcm_profile()
     bad["defaults"]["train"]["eval_interval"] = 25  # validation at steps 25 and 30 only
