@@ -47,6 +47,7 @@ from evals.result import result_record
 from models.dlcm import DLCM
 from trainer.checkpoint import load_snapshot
 from trainer.data import check_data, gather_windows, open_split, read_manifest
+from trainer.metrics import read_rows
 
 TOLERANCES = (0, 1)
 
@@ -164,9 +165,7 @@ def boundary_scores(b: np.ndarray, truth: Truth, seq_len: int) -> dict[str, floa
 
 def training_ratio(run_dir: Path) -> dict[str, float]:
     """``train/ratio_<i>`` and ``train/tokens_<i>`` of the logged training rows that carry ``metric/ratio``."""
-    path = Path(run_dir) / "train" / "metrics.jsonl"
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
-    rows = [r for r in rows if "metric/ratio" in r]
+    rows = [r for r in read_rows(Path(run_dir) / "train" / "metrics.jsonl") if "metric/ratio" in r]
     out = {}
     for i, row in enumerate(rows, 1):
         out[f"train/ratio_{i}"], out[f"train/tokens_{i}"] = float(row["metric/ratio"]), float(row["tokens"])

@@ -22,7 +22,8 @@ from pathlib import Path
 from common.errors import ReproError
 from common.io import atomic_write_json, config_hash
 from common.provenance import provenance
-from evals.scaling_law import LawPoint, fit, fit_to_result, predict
+from evals.scaling_law import LawPoint, fit, fit_to_result, predict, r2_rmse
+from trainer.metrics import read_rows
 
 
 class LawDataError(ReproError, ValueError):
@@ -43,7 +44,7 @@ def run_points(run_dir: Path, name: str, fit_from: float) -> tuple[list[LawPoint
     N, P, R = m["params/non_embedding"], m["params/concept_share"], m["model/target_ratio"]
     metrics = run_dir / "train" / "metrics.jsonl"
     try:
-        rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+        rows = read_rows(metrics)
     except (OSError, json.JSONDecodeError) as e:
         raise LawDataError(f"{metrics}: unreadable ({e}); delete {run_dir / 'final'} and re-run snakemake") from e
     valid = [r for r in rows if r.get("valid/loss") is not None]
@@ -67,10 +68,7 @@ def final_scores(points: list[LawPoint], predicted, held: list[str]) -> dict[str
         last[p.run] = (p.loss, y)  # the largest D wins
     fitted = [v for run, v in last.items() if run not in held]
     out = [v for run, v in last.items() if run in held]
-    mean = sum(loss for loss, _ in fitted) / len(fitted)
-    sst = sum((loss - mean) ** 2 for loss, _ in fitted)
-    sse = sum((loss - y) ** 2 for loss, y in fitted)
-    return {"law/r2_final": 1 - sse / sst if sst > 0 else None,
+    return {"law/r2_final": r2_rmse(*zip(*fitted))[0],
             "law/final_mae": sum(abs(loss - y) for loss, y in fitted) / len(fitted),
             "law/heldout_final_mae": sum(abs(loss - y) for loss, y in out) / len(out) if out else None}
 

@@ -268,14 +268,21 @@ def _check(points: Sequence[LawPoint]) -> None:
         raise ValueError(f"{len(points)} fitted points for {len(NAMES)} constants; the fit needs more points")
 
 
+def r2_rmse(observed, predicted) -> tuple[float | None, float | None]:
+    """R^2 and RMSE of ``predicted`` against ``observed`` (sequences of equal length); None where undefined."""
+    observed, predicted = np.asarray(observed, dtype=float), np.asarray(predicted, dtype=float)
+    if not len(observed):
+        return None, None
+    sse, sst = float(((observed - predicted) ** 2).sum()), float(((observed - observed.mean()) ** 2).sum())
+    return (1 - sse / sst if sst > 0 else None), math.sqrt(sse / len(observed))
+
+
 def _scores(fit_constants: np.ndarray, points: Sequence[LawPoint]) -> tuple[float | None, float | None]:
     """R^2 and RMSE (nats) of the law's losses on ``points``; None where undefined."""
     if not points:
         return None, None
     N, D, R, P, loss = _columns(points, ("N", "D", "R", "P", "loss"))
-    pred = _law(fit_constants, N, D, R, P)
-    sse, sst = float(((loss - pred) ** 2).sum()), float(((loss - loss.mean()) ** 2).sum())
-    return (1 - sse / sst if sst > 0 else None), math.sqrt(sse / len(points))
+    return r2_rmse(loss, _law(fit_constants, N, D, R, P))
 
 
 def _by_run(points: Iterable[LawPoint]) -> dict[str, list[LawPoint]]:

@@ -16,12 +16,25 @@ from pathlib import Path
 from common.io import atomic_write_text
 
 
+def read_rows(path: Path) -> list[dict]:
+    """The rows of a training log ``path`` (``train/metrics.jsonl``); [] when there is none. A malformed
+    line raises ``json.JSONDecodeError``."""
+    path = Path(path)
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+
+
+def is_validation_step(done: int, train: dict) -> bool:
+    """Whether the trainer logs a validation loss after ``done`` steps of a run with ``train`` settings:
+    every ``eval_interval`` steps and after the last."""
+    return done % train["eval_interval"] == 0 or done == train["steps"]
+
+
 class MetricsLog:
     def __init__(self, path: Path, text: str = "", enabled: bool = True):
         """Start the log at ``path`` with ``text`` (the rows a checkpoint stored; empty for a fresh run).
         ``enabled=False`` (DDP ranks other than 0) keeps rows in memory only."""
         self.path = Path(path) if enabled else None
-        self.rows: list[dict] = [json.loads(line) for line in text.splitlines() if line.strip()]
+        self.rows: list[dict] = [json.loads(line) for line in text.splitlines() if line.strip()]  # as read_rows
         if self.path is not None:
             atomic_write_text(self.path, self.text())
 

@@ -37,7 +37,7 @@ from trainer.checkpoint import (binding_difference, clean_debris, load_checkpoin
                                 snapshot_index, valid_checkpoints)
 from trainer.data import (DataError, WindowOrder, data_binding, gather_windows, mask_source, open_split, order_key,
                           read_manifest, view)
-from trainer.metrics import MetricsLog
+from trainer.metrics import MetricsLog, is_validation_step
 
 
 class TrainingLockError(ReproError, RuntimeError):
@@ -270,7 +270,7 @@ class Trainer:
                 if not interactive:
                     self._say(f"step {done}/{steps} | loss {row['loss']:.4f} | lr {row['lr']:.2e} | {rate:.0f} tok/s")
                 logged, t0 = done, time.perf_counter()
-            if done % self.t["eval_interval"] == 0 or done == steps:
+            if is_validation_step(done, self.t):
                 self.log.append({"split": "valid", "step": done, "tokens": done * tokens_per_step,
                                  "valid/loss": self.valid_loss()})
             if self.t.get("snapshot_interval") and done % self.t["snapshot_interval"] == 0 and done < steps \

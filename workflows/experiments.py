@@ -555,10 +555,11 @@ def scaling_laws(config: dict, experiments: dict, source: str = "config") -> dic
 def _law_tokens(exp: dict, fit_from: float) -> set[int]:
     """Training tokens of the validation rows the trainer logs (every ``eval_interval`` steps and the last)
     from ``fit_from`` of training on: the D of a run's law points."""
+    from trainer.metrics import is_validation_step
+
     t = exp["train"]
     per_step, steps = t["batch_size"] * exp["model"]["seq_len"], t["steps"]
-    rows = set(range(t["eval_interval"], steps + 1, t["eval_interval"])) | {steps}
-    return {s * per_step for s in rows if s * per_step >= fit_from * steps * per_step}
+    return {s * per_step for s in range(1, steps + 1) if is_validation_step(s, t) and s >= fit_from * steps}
 
 
 def _law_shape(model: dict) -> tuple[float, float, float]:
