@@ -74,7 +74,7 @@ import torch
 from torch import nn
 
 from models.blocks import init_weights, make_norm
-from models.losses import linear_cross_entropy
+from models.losses import weighted_linear_cross_entropy
 from models.token_lm import (Generation, count_params, make_block, make_rotary, residual_init_depth,
                              token_lm_flops_per_token)
 
@@ -196,17 +196,16 @@ class MDLM(nn.Module):
         h = self.hidden(x0.masked_fill(masked, self.mask_id))
         weight = self.loss_weight(t)
         real = self.lm_head.weight[:self.mask_id]  # the [MASK] logit is -inf: it leaves the normaliser
-        total, ce_sum = h.sum() * 0.0, 0.0  # a batch without a masked token still has a graph
-        for i in range(b):
-            k = int(masked[i].sum())
-            if k:
-                ce = linear_cross_entropy(h[i][masked[i]], real, x0[i][masked[i]])  # mean over the k tokens
-                total = total + weight[i] * ce * k
-                ce_sum += float(ce.detach()) * k
         count = int(masked.sum())
         noised = b * (n - self.cfg.prefix_len)  # the target positions: the NELBO per target token
-        return {"losses": {"nelbo": total / noised},
-                "metrics": {"mask_frac": count / noised, "masked_ce": ce_sum / max(count, 1)}}
+        # every masked token of row i weighs weight_i / noised: the NELBO per target token, in one pass
+        row_weights = (weight[:, None].expand(b, n)[masked] / noised).to(h.dtype)
+        if count:
+            total, nll, _ = weighted_linear_cross_entropy(h[masked], real, x0[masked], row_weights)
+        else:  # a batch without a masked token still has a graph
+            total, nll = h.sum() * 0.0, h.new_zeros(0)
+        return {"losses": {"nelbo": total},
+                "metrics": {"mask_frac": count / noised, "masked_ce": float(nll.sum()) / max(count, 1)}}
 
     # --- sampling ------------------------------------------------------------------------------
     @staticmethod

@@ -53,7 +53,7 @@ import torch
 from torch import nn
 
 from models.blocks import KVCache, Segments, init_weights, make_norm
-from models.losses import linear_cross_entropy
+from models.losses import weighted_linear_cross_entropy
 from models.ncm_tokenizer import (NCMTokenizer, NCMTokenizerConfig, NCMTransformerFields, block_flops,
                                   make_ncm_block)
 from models.token_lm import filter_logits as token_filter_logits
@@ -161,6 +161,8 @@ class NCM(nn.Module):
             nn.init.normal_(self.null, std=cfg.init_std)
         self.mask = Segments(self.lengths, prefix=cfg.attention == "block_causal", source=self.P)
         self.register_buffer("weights", loss_weights(self.lengths, cfg.alpha).float(), persistent=False)
+        self.register_buffer("levels", torch.repeat_interleave(torch.arange(self.K), torch.tensor(self.lengths)),
+                             persistent=False)  # the scale of each of the N positions
         self.tokenizer = NCMTokenizer(tcfg).requires_grad_(False).eval()
         self.calls = 0  # generator (transformer) calls, read by sampling and its tests
 
@@ -302,14 +304,15 @@ class NCM(nn.Module):
         h = self.hidden(cond, source, null)
         if targets is None:
             return {"logits": self.head(h), "codes": codes}
-        ces = torch.stack([linear_cross_entropy(h[:, lo:hi].flatten(0, 1), self.head.weight, r.flatten())
-                           for lo, hi, r in zip(self.offsets, self.offsets[1:], codes)])
-        lengths = torch.tensor(self.lengths, dtype=ces.dtype, device=ces.device)
-        gen = (self.weights.to(ces.dtype) * lengths * ces).sum()
-        with torch.no_grad():
-            hits = (self.head(h).argmax(-1) == torch.cat(codes, 1)).float()
-            accs = torch.stack([hits[:, lo:hi].mean() for lo, hi in zip(self.offsets, self.offsets[1:])])
-            values = torch.cat([ces.detach(), accs]).tolist()
+        # one pass over every scale's rows: row weight w_k / B on scale k's B l_k rows, so that
+        # gen = sum_k w_k l_k ce_k with ce_k the mean over scale k's rows (Eq. 10)
+        B = h.shape[0]
+        row_weights = (self.weights[self.levels] / B).expand(B, -1).flatten()
+        gen, nll, hits = weighted_linear_cross_entropy(h.flatten(0, 1), self.head.weight, torch.cat(codes, 1).flatten(),
+                                                       row_weights.to(h.dtype))
+        per_scale = [(nll.view(B, -1)[:, lo:hi].mean(), hits.view(B, -1)[:, lo:hi].float().mean())
+                     for lo, hi in zip(self.offsets, self.offsets[1:])]
+        values = torch.stack([torch.stack(pair) for pair in per_scale]).T.flatten().tolist()
         metrics = {**{f"ce_s{k + 1}": values[k] for k in range(self.K)},
                    **{f"acc_s{k + 1}": values[self.K + k] for k in range(self.K)}}
         return {"losses": {"gen": gen}, "metrics": metrics}

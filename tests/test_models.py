@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from models.losses import linear_cross_entropy
+from models.losses import linear_cross_entropy, weighted_linear_cross_entropy
 from models.registry import REGISTRY, build_model, flops_per_token
 
 SMALL = {"d_model": 32, "n_layer": 2, "n_head": 4}
@@ -74,6 +74,29 @@ def test_fused_linear_cross_entropy_equals_autograd():
     torch.testing.assert_close(linear_cross_entropy(h.detach(), w.detach(), y), ref.detach())
     torch.testing.assert_close(h.grad, h2.grad)
     torch.testing.assert_close(w.grad, w2.grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_weighted_linear_cross_entropy_equals_autograd(dtype):
+    """Row weights, per-row nll and argmax hits of one pass equal the autograd reference."""
+    torch.manual_seed(0)
+    h = torch.randn(700, 16, dtype=dtype, requires_grad=True)  # > one chunk, ragged tail
+    w = torch.randn(50, 16, dtype=dtype, requires_grad=True)
+    y = torch.randint(0, 50, (700,))
+    row_weights = torch.rand(700, dtype=dtype)
+    loss, nll, hits = weighted_linear_cross_entropy(h, w, y, row_weights)
+    (2 * loss).backward()
+    h2, w2 = h.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    logits = h2 @ w2.T
+    ref_nll = F.cross_entropy(logits, y, reduction="none")
+    (2 * (row_weights * ref_nll).sum()).backward()
+    tol = {} if dtype == torch.float64 else {"atol": 1e-4, "rtol": 1e-4}
+    torch.testing.assert_close(nll, ref_nll.detach(), **tol)
+    torch.testing.assert_close(loss.detach(), (row_weights * ref_nll).sum().detach(), **tol)
+    assert torch.equal(hits, logits.argmax(-1) == y) and 0 < hits.sum() < 700
+    torch.testing.assert_close(h.grad, h2.grad, **tol)
+    torch.testing.assert_close(w.grad, w2.grad, **tol)
+    assert not nll.requires_grad and not hits.requires_grad
 
 
 @pytest.mark.parametrize("bias", [True, False])
