@@ -169,24 +169,6 @@ def test_window_order_depends_on_seed_and_content_only():
     assert epoch == list(range(100))  # every window once per epoch
 
 
-@pytest.mark.slow
-def test_ddp_under_torchrun_matches_single_process(tiny_data, run_cfg, tmp_path):
-    """Two gloo ranks split each batch; the logged global losses equal one process's."""
-    import subprocess
-    import sys
-
-    (tmp_path / "config.json").write_text(json.dumps(run_cfg))
-    args = ["-m", "workflows.cli", "pretrain", "--config", str(tmp_path / "config.json"), "--tokens",
-            str(tiny_data["tokens"]), "--tokenizer", str(tiny_data["tokenizer"]), "--threads", "1", "--run-dir"]
-    ddp = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", *args,
-                          str(tmp_path / "ddp")], capture_output=True, text=True, timeout=300)
-    assert ddp.returncode == 0, ddp.stderr[-2000:]
-    Trainer(run_cfg, tiny_data["tokens"], tmp_path / "one").run()
-    losses = lambda d: [r["loss"] for r in map(json.loads, (d / "train" / "metrics.jsonl").read_text().splitlines())
-                        if "loss" in r]
-    assert losses(tmp_path / "ddp") == pytest.approx(losses(tmp_path / "one"), rel=1e-5)
-
-
 def test_a_second_trainer_on_the_same_run_folder_is_refused(tiny_data, run_cfg, tmp_path):
     import subprocess
     import sys

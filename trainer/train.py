@@ -57,6 +57,17 @@ def learning_rate(step: int, t: dict) -> float:
     return floor + 0.5 * (t["lr"] - floor) * (1 + math.cos(math.pi * min(1.0, progress)))
 
 
+def world_size_problem(t: dict, world: int) -> str | None:
+    """Why ``world`` processes cannot run the global batch of ``train`` settings ``t`` (each process takes
+    micro-batches of ``micro_batch_size``, accumulated to ``batch_size`` in all), or None."""
+    if t["batch_size"] % (t["micro_batch_size"] * world):
+        return (f"train.batch_size={t['batch_size']} is not a multiple of train.micro_batch_size="
+                f"{t['micro_batch_size']} x {world} processes; choose a process count (the gpu resource) that "
+                f"divides batch_size / micro_batch_size = {t['batch_size'] / t['micro_batch_size']:g}, or another "
+                "micro_batch_size")
+    return None
+
+
 def make_optimizer(model: torch.nn.Module, t: dict) -> torch.optim.AdamW:
     """AdamW; weight decay on matrices only (not on biases, norm gains). A model with its own parameter
     groups (``param_groups(lr, weight_decay, eps)``: DLCM's decoupled muP) sets them; each group's
@@ -103,10 +114,10 @@ class Trainer:
             if threads:
                 torch.set_num_threads(threads)
         self.micro = self.t["micro_batch_size"]
+        problem = world_size_problem(self.t, self.world)
+        if problem:
+            raise ReproError(f"{run_cfg['id']}: {problem}")
         self.accum = self.t["batch_size"] // (self.micro * self.world)
-        if self.accum * self.micro * self.world != self.t["batch_size"]:
-            raise ValueError(f"train.batch_size={self.t['batch_size']} is not a multiple of train.micro_batch_size="
-                             f"{self.micro} x world size {self.world}")
         manifest = read_manifest(self.tokens_dir)
         self.seq_len = run_cfg["model"]["seq_len"]
         self.view = view(manifest, run_cfg, self.tokens_dir)  # paired examples: source then target, or targets only

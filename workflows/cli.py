@@ -4,7 +4,7 @@ paths, calls one library function, and exits with a one-line error on bad input.
     python -m workflows.cli corpus    --settings S --out DIR
     python -m workflows.cli tokenizer --settings S --corpus DIR --out FILE
     python -m workflows.cli tokenize  --settings S --corpus DIR --tokenizer FILE --out DIR
-    python -m workflows.cli pretrain  --config C --tokens DIR --tokenizer FILE --run-dir DIR [--upstream DIR] [--threads N]
+    python -m workflows.cli pretrain  --config C --tokens DIR --tokenizer FILE --run-dir DIR [--upstream DIR] [--threads N] [--nproc N]
     python -m workflows.cli eval-recon --run-dir DIR --tokens DIR --out FILE [--threads N]
     python -m workflows.cli eval-ppl  --run-dir DIR --tokens DIR --out FILE [--threads N]
     python -m workflows.cli eval-codebook --run-dir DIR --tokens DIR --out FILE [--threads N]
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -74,10 +75,37 @@ def pretrain(a):
     from trainer.train import Trainer
 
     run_cfg = _json(a.config)
+    if a.nproc > 1 and "LOCAL_RANK" not in os.environ:
+        return _launch(a, run_cfg)
     check_tokenizer(read_manifest(Path(a.tokens)), load_tokenizer(run_cfg["tokenizer"], Path(a.tokenizer)).sha256,
                     Path(a.tokens))
     Trainer(run_cfg, Path(a.tokens), Path(a.run_dir), threads=a.threads,
             upstream=Path(a.upstream) if a.upstream else None).run()
+
+
+def _launch(a, run_cfg: dict) -> None:
+    """Re-run this command under ``torchrun`` with ``--nproc`` processes on this node (one per GPU; gloo on
+    CPU), the job's threads shared among them. The experiment fixes the global batch; the trainer derives
+    gradient accumulation from the world size, so the result does not depend on the process count."""
+    import subprocess
+
+    from trainer.train import world_size_problem
+
+    problem = world_size_problem(run_cfg["train"], a.nproc)
+    if problem:
+        raise ConfigError(f"{run_cfg['id']}: {problem}")
+    if torch.cuda.is_available() and torch.cuda.device_count() < a.nproc:
+        raise ReproError(f"--nproc {a.nproc} but this node has {torch.cuda.device_count()} GPU(s); request as many GPUs "
+                         "as processes (the rule's gpu resource)")
+    args = ["pretrain", "--config", a.config, "--tokens", a.tokens, "--tokenizer", a.tokenizer, "--run-dir", a.run_dir]
+    args += ["--upstream", a.upstream] if a.upstream else []
+    args += ["--threads", str(max(1, a.threads // a.nproc))] if a.threads else []
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={a.nproc}",
+               "-m", "workflows.cli", *args]
+    print("launching: " + " ".join(command), flush=True)
+    code = subprocess.run(command).returncode
+    if code:
+        raise ReproError(f"torchrun exited with status {code}: the first failing rank's error is above")
 
 
 def _evaluate(a, evaluate) -> dict:
@@ -163,6 +191,8 @@ def main(argv=None) -> int:
         for arg in OPTIONAL.get(name, []):
             p.add_argument(f"--{arg}", default=None)
         p.add_argument("--threads", type=int, default=None)
+        if name == "pretrain":  # processes on this node (the rule's gpu resource): > 1 runs under torchrun
+            p.add_argument("--nproc", type=int, default=1)
     a = parser.parse_args(argv)
     try:
         COMMANDS[a.command][0](a)

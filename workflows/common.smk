@@ -205,3 +205,30 @@ def folder_of_input(name, up=1):
 
 def folder_of_output(wildcards, output):
     return os.path.dirname(output[0])
+
+
+def check_launch(gpus, workflow):
+    """A one-line error, before any job and in a dry run too, for a process count (``gpus``, the pretrain
+    rule's gpu resource) that does not divide an experiment's global batch into micro-batches."""
+    from trainer.train import world_size_problem
+
+    gpus = getattr(gpus, "value", gpus) if not callable(getattr(gpus, "_evaluator", None)) else None
+    if isinstance(gpus, int) and gpus > 1:
+        for exp_id, exp in EXPERIMENTS.items():
+            problem = world_size_problem(exp["train"], gpus)
+            if problem:
+                raise WorkflowError(f"experiment {exp_id} with pretrain's gpu={gpus}: {problem}")
+
+
+def check_gpus(workflow):
+    """A one-line error, before the first job, for GPUs declared by the profile (resources: gpu=N) on a
+    machine without CUDA that runs the jobs itself (with a cluster executor the login node may have none).
+    Called from ``onstart`` (a dry run starts nothing), where the executor is known."""
+    declared = workflow.global_resources.get("gpu")
+    declared = getattr(declared, "value", declared)
+    if declared and workflow.local_exec:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise WorkflowError(f"the profile declares gpu={declared} (resources:) but this machine has no CUDA "
+                                "device; run with --profile workflows/profiles/local, or on a GPU machine")

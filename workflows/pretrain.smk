@@ -49,5 +49,16 @@ rule pretrain:
     shell:
         logged(
             "{params.cli} pretrain --config {input.config} --tokens {params.tokens} --tokenizer {input.tokenizer}"
-            " --run-dir {params.run_dir} {params.upstream} --threads {threads}"
+            " --run-dir {params.run_dir} {params.upstream} --threads {threads} --nproc {resources.gpu}"
         )
+
+
+# The process count of a training job is its gpu resource (profiles: set-resources: pretrain: gpu: N);
+# refused before any job runs (dry runs included) where it cannot split an experiment's global batch;
+# and, when the jobs start, where a profile declares GPUs (resources: gpu=N) that this machine, running
+# the jobs itself, does not have.
+check_launch(rules.pretrain.rule.resources["gpu"], workflow)
+
+
+onstart:
+    check_gpus(workflow)

@@ -1,0 +1,112 @@
+"""Beyond one machine: every profile resolves its whole DAG offline, the training rule launches one
+process per GPU under torchrun, and the launch problems are one-line errors before any job."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from workflows.experiments import load_profile, resolve
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
+OFFLINE = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": ""}
+# the full-scale profiles and the executor profile each is meant for
+FULL_SCALE = {path.name: "slurm" if path.name.startswith("paper-") else "gpu"
+              for path in sorted((ROOT / "config").glob("*.yaml")) if path.name != "default.yaml"}
+
+
+def dry_run(workdir: Path, configfile: Path, profile: str, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(SNAKEMAKE + ["-d", str(workdir), "--profile", str(ROOT / "workflows" / "profiles" / profile),
+                                       "--configfile", str(configfile), "-n", "--quiet", "rules", *extra],
+                          capture_output=True, text=True, env=OFFLINE, timeout=600)
+
+
+def planned(stdout: str) -> dict[str, int]:
+    """{rule: jobs} of a ``snakemake -n --quiet rules`` plan."""
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", stdout, re.M)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(FULL_SCALE))
+def test_every_full_scale_profile_resolves_its_whole_dag_offline(name, tmp_path):
+    """No GPU, no network: the whole DAG plans with the executor profile it is meant for, one training job
+    per run; data and judges load inside the jobs, never at planning time."""
+    configfile = ROOT / "config" / name
+    run = dry_run(tmp_path, configfile, FULL_SCALE[name])
+    assert run.returncode == 0, run.stderr[-3000:]
+    experiments = resolve(load_profile(configfile))
+    runs = sum(len(exp["seeds"]) for exp in experiments.values())
+    assert planned(run.stdout)["pretrain"] == runs
+    assert planned(run.stdout)["report"] == 1
+
+
+def test_the_slurm_profile_asks_for_the_gpus_the_launch_uses():
+    profile = yaml.safe_load((ROOT / "workflows" / "profiles" / "slurm" / "config.yaml").read_text())
+    assert profile["executor"] == "slurm"
+    assert profile["set-resources"]["pretrain"]["gpu"] == 8
+    assert profile["set-threads"]["pretrain"] == profile["set-resources"]["pretrain"]["cpus_per_task"]
+    import snakemake_executor_plugin_slurm  # noqa: F401  (installed with the suite)
+
+
+def test_a_process_count_that_cannot_split_the_batch_is_refused_before_any_job(tmp_path):
+    """3 processes cannot split the embedded batch (micro-batches of 16, one per step): one line naming the
+    experiment, the key and the fix, from the plan alone."""
+    run = dry_run(tmp_path, ROOT / "config" / "default.yaml", "local", "--set-resources", "pretrain:gpu=3")
+    assert run.returncode != 0
+    assert re.search(r"experiment \w+ with pretrain's gpu=3: train.batch_size=\d+ is not a multiple of "
+                     r"train.micro_batch_size=\d+ x 3 processes", run.stdout + run.stderr), run.stderr[-2000:]
+
+
+def test_declared_gpus_on_a_machine_without_cuda_are_refused_before_any_job(tmp_path):
+    config = tmp_path / "p.yaml"
+    config.write_text((ROOT / "config" / "default.yaml").read_text())
+    run = subprocess.run(SNAKEMAKE + ["-d", str(tmp_path), "--profile", str(ROOT / "workflows" / "profiles" / "gpu"),
+                                      "--configfile", str(config), "--cores", "1", "ncm"],
+                         capture_output=True, text=True, env=OFFLINE, timeout=600)
+    assert run.returncode != 0
+    assert "the profile declares gpu=1 (resources:) but this machine has no CUDA device" in run.stdout + run.stderr
+    assert not (tmp_path / "results").exists()  # nothing ran
+
+
+@pytest.mark.slow
+def test_the_cli_launches_one_process_per_gpu_under_torchrun(tiny_data, run_cfg, tmp_path):
+    """``--nproc 2`` (the rule's gpu resource) re-runs the command under torchrun, 2 gloo ranks on CPU: the
+    logged losses and the final weights equal one process's with the same global batch."""
+    from safetensors.torch import load_file
+
+    from workflows.cli import main
+
+    (tmp_path / "config.json").write_text(json.dumps(run_cfg))
+    args = ["pretrain", "--config", str(tmp_path / "config.json"), "--tokens", str(tiny_data["tokens"]),
+            "--tokenizer", str(tiny_data["tokenizer"]), "--threads", "2", "--run-dir"]
+    two = subprocess.run([sys.executable, "-m", "workflows.cli", *args, str(tmp_path / "two"), "--nproc", "2"],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert two.returncode == 0, two.stderr[-2000:]
+    assert "torch.distributed.run" in two.stdout and "--nproc-per-node=2" in two.stdout
+    assert main([*args, str(tmp_path / "one")]) == 0
+    losses = lambda d: [r["loss"] for r in map(json.loads, (d / "train" / "metrics.jsonl").read_text().splitlines())
+                        if "loss" in r]
+    assert losses(tmp_path / "two") == pytest.approx(losses(tmp_path / "one"), rel=1e-5)
+    a, b = (load_file(tmp_path / d / "final" / "model.safetensors") for d in ("one", "two"))
+    assert a.keys() == b.keys()
+    for key in a:
+        assert (a[key] - b[key]).abs().max() < 1e-5, key
+
+
+def test_a_process_count_that_cannot_split_the_batch_is_a_one_line_cli_error(tiny_data, run_cfg, tmp_path, capsys):
+    from workflows.cli import main
+
+    (tmp_path / "config.json").write_text(json.dumps(run_cfg))
+    code = main(["pretrain", "--config", str(tmp_path / "config.json"), "--tokens", str(tiny_data["tokens"]),
+                 "--tokenizer", str(tiny_data["tokenizer"]), "--run-dir", str(tmp_path / "run"), "--nproc", "3"])
+    assert code == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "x 3 processes" in err
+    assert not (tmp_path / "run").exists()
