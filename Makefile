@@ -14,7 +14,7 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: reproduce test bench lint verify-local clean findings
+.PHONY: reproduce test bench bench-gpu lint verify-local clean findings
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,8 +27,9 @@ reproduce: $(STAMP)
 	$(BIN)/python -m workflows.experiments $(PROFILE)
 	$(BIN)/snakemake --profile workflows/profiles/local --cores $(CORES) --configfile $(PROFILE)
 
+# the tests in CORES worker processes (pytest-xdist), a module's tests on one worker (its fixtures built once)
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(CORES) --dist loadscope
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.train_throughput
@@ -36,6 +37,10 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.lmeval_throughput
 	$(BIN)/python -m benchmarks.ncm_sampling
 	$(BIN)/python -m benchmarks.dlcm_attention
+
+# on a GPU machine (install a CUDA torch: TORCH_SPEC): GPT-2 124M Base / PM / ConceptLM against HF, compiled, bf16
+bench-gpu: $(STAMP)
+	$(BIN)/python -m benchmarks.gpu_throughput
 
 # lm-eval on local copies of real tasks (../shared/data); needs a trained run from `make reproduce`
 RUN_DIR ?= results/runs/base_gpt2_s/seed0

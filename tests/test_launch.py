@@ -110,3 +110,58 @@ def test_a_process_count_that_cannot_split_the_batch_is_a_one_line_cli_error(tin
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "x 3 processes" in err
     assert not (tmp_path / "run").exists()
+
+
+def _train_cli(args: list[str], nproc: int, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "workflows.cli", *args, "--nproc", str(nproc)], capture_output=True,
+                          text=True, timeout=300, cwd=ROOT, env={**os.environ, **(env or {})})
+
+
+@pytest.mark.slow
+def test_fsdp_shards_train_resume_and_write_the_single_process_weights(tiny_data, run_cfg, tmp_path):
+    """train.parallel fsdp on 2 gloo ranks: the losses and final/model.safetensors equal one process's
+    with the same global batch; a run killed after a sharded checkpoint (shards/ per rank, hashed)
+    resumes to the same weights."""
+    from safetensors.torch import load_file
+
+    from trainer.train import Trainer
+
+    run_cfg["train"]["parallel"] = "fsdp"
+    (tmp_path / "config.json").write_text(json.dumps(run_cfg))
+    args = ["pretrain", "--config", str(tmp_path / "config.json"), "--tokens", str(tiny_data["tokens"]),
+            "--tokenizer", str(tiny_data["tokenizer"]), "--threads", "2", "--run-dir"]
+    full = _train_cli([*args, str(tmp_path / "fsdp")], 2)
+    assert full.returncode == 0, full.stderr[-3000:]
+    cut = _train_cli([*args, str(tmp_path / "cut")], 2, {"REPRO_SIGKILL_AFTER_STEP": "8"})
+    assert cut.returncode != 0
+    shards = tmp_path / "cut" / "ckpt" / "step-000008"
+    state = json.loads((shards / "state.json").read_text())
+    assert {"rng-0.safetensors", "rng-1.safetensors"} <= set(state["sha256"])
+    assert any(name.startswith("shards/") for name in state["sha256"])
+    resumed = _train_cli([*args, str(tmp_path / "cut")], 2)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming at step 8" in resumed.stdout
+    Trainer(run_cfg, tiny_data["tokens"], tmp_path / "one").run()
+    losses = lambda d: [r["loss"] for r in map(json.loads, (d / "train" / "metrics.jsonl").read_text().splitlines())
+                        if "loss" in r]
+    assert losses(tmp_path / "fsdp") == pytest.approx(losses(tmp_path / "one"), rel=1e-5)
+    assert losses(tmp_path / "cut") == pytest.approx(losses(tmp_path / "one"), rel=1e-5)
+    one = load_file(tmp_path / "one" / "final" / "model.safetensors")
+    for run in ("fsdp", "cut"):
+        other = load_file(tmp_path / run / "final" / "model.safetensors")
+        assert other.keys() == one.keys()
+        for key in one:
+            assert (other[key] - one[key]).abs().max() < 1e-5, (run, key)
+
+
+def test_fsdp_for_a_family_that_cannot_shard_is_refused_naming_the_key(tmp_path):
+    from workflows.experiments import ConfigError, validate
+
+    config = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
+    config.pop("scaling_laws")
+    config["experiments"] = [{"id": "c", "overrides": {"model.arch": "conceptlm_gpt2", "train.parallel": "fsdp"}}]
+    with pytest.raises(ConfigError, match="train.parallel=fsdp: ConceptLM models are not shardable"):
+        resolve(validate(config))
+    config["experiments"] = [{"id": "t", "overrides": {"model.tie_embeddings": True, "train.parallel": "fsdp"}}]
+    with pytest.raises(ConfigError, match="shards untied models only; set model.tie_embeddings=false"):
+        resolve(validate(config))

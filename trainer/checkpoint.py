@@ -4,6 +4,8 @@ Layout of a run directory::
 
     ckpt/step-000200/model.safetensors      rolling checkpoints (never Snakemake outputs)
                      optimizer.safetensors  AdamW moments + RNG states, as tensors
+                     (sharded, train.parallel fsdp: shards/ of torch.distributed.checkpoint and
+                      rng-<rank>.safetensors instead of the two files above)
                      metrics.jsonl          the training log up to this step
                      state.json             step, data position, binding, file hashes
                      COMPLETE               written last: a folder without it is ignored
@@ -43,16 +45,17 @@ from common.io import WriteError, atomic_write_json, atomic_write_text, sha256_f
 
 MARKER = "COMPLETE"
 METRICS = "metrics.jsonl"
+SHARDS = "shards"  # a sharded checkpoint's folder of torch.distributed.checkpoint files
 
 
 class CheckpointError(ReproError, RuntimeError):
     """A checkpoint is truncated, corrupted or belongs to another configuration."""
 
 
-def weight_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """State dict with tied parameters stored once (safetensors refuses shared storage)."""
+def weight_tensors(model: torch.nn.Module | dict) -> dict[str, torch.Tensor]:
+    """State dict (of a model, or given) with tied parameters stored once (safetensors refuses shared storage)."""
     seen, out = set(), {}
-    for name, t in model.state_dict().items():
+    for name, t in (model if isinstance(model, dict) else model.state_dict()).items():
         if t.data_ptr() in seen:
             continue
         seen.add(t.data_ptr())
@@ -60,8 +63,8 @@ def weight_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return out
 
 
-def save_weights(model: torch.nn.Module, path: Path) -> None:
-    """Write the model's weights to ``path`` atomically (temporary file, then rename)."""
+def save_weights(model: torch.nn.Module | dict, path: Path) -> None:
+    """Write the model's weights (or a state dict of them) to ``path`` atomically (temporary file, then rename)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -111,28 +114,74 @@ def save_checkpoint(ckpt_root: Path, step: int, model, opt, state: dict, keep: i
     """Write ``ckpt_root/step-XXXXXX`` atomically (with ``metrics``, the training log so far) and prune
     all but the newest ``keep``."""
     ckpt_root = Path(ckpt_root)
-    final = ckpt_root / f"step-{step:06d}"
     tmp = ckpt_root / f".tmp-step-{step:06d}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
         save_weights(model, tmp / "model.safetensors")
         opt_tensors, groups = optimizer_tensors(opt)
-        opt_tensors["rng.torch"] = torch.get_rng_state()
-        if torch.cuda.is_available():
-            opt_tensors["rng.cuda"] = torch.cuda.get_rng_state()
-        save_file(opt_tensors, str(tmp / "optimizer.safetensors"))
+        save_file({**opt_tensors, **rng_tensors()}, str(tmp / "optimizer.safetensors"))
+    except OSError as e:
+        raise _write_error(e, tmp, ckpt_root / f"step-{step:06d}") from e
+    return _commit(tmp, ckpt_root, step, {**state, "param_groups": groups}, keep, metrics)
+
+
+def save_sharded_checkpoint(ckpt_root: Path, step: int, write_shards, state: dict, keep: int, metrics: str,
+                            rank: int, barrier) -> Path:
+    """The checkpoint of a sharded model (``trainer.distributed``), a collective: every rank writes its
+    shards (``write_shards(folder)``) and its RNG state into one temporary folder, then rank 0 hashes every
+    file and commits the folder as ``save_checkpoint`` does. ``barrier()`` waits for every rank."""
+    ckpt_root = Path(ckpt_root)
+    tmp = ckpt_root / f".tmp-step-{step:06d}-sharded"
+    if rank == 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        (tmp / SHARDS).mkdir(parents=True)
+    barrier()
+    try:
+        write_shards(tmp / SHARDS)
+        save_file(rng_tensors(), str(tmp / f"rng-{rank}.safetensors"))
+    except OSError as e:
+        raise _write_error(e, tmp, ckpt_root / f"step-{step:06d}") from e
+    barrier()
+    final = _commit(tmp, ckpt_root, step, state, keep, metrics) if rank == 0 else ckpt_root / f"step-{step:06d}"
+    barrier()
+    return final
+
+
+def rng_tensors() -> dict[str, torch.Tensor]:
+    out = {"rng.torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        out["rng.cuda"] = torch.cuda.get_rng_state()
+    return out
+
+
+def _set_rng(tensors: dict[str, torch.Tensor]) -> None:
+    torch.set_rng_state(tensors.pop("rng.torch"))
+    cuda_rng = tensors.pop("rng.cuda", None)
+    if cuda_rng is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state(cuda_rng)
+
+
+def _write_error(e: OSError, tmp: Path, final: Path) -> WriteError:
+    shutil.rmtree(tmp, ignore_errors=True)
+    hint = "the disk is full: free space and resume" if e.errno == errno.ENOSPC else str(e)
+    return WriteError(e.errno, f"could not write checkpoint {final}: {hint}; earlier checkpoints are intact")
+
+
+def _commit(tmp: Path, ckpt_root: Path, step: int, state: dict, keep: int, metrics: str) -> Path:
+    """Finish the checkpoint in ``tmp``: the training log, every file's sha256 in ``state.json``, the
+    marker written last, the rename into ``step-XXXXXX``; then prune all but the newest ``keep``."""
+    final = ckpt_root / f"step-{step:06d}"
+    try:
         atomic_write_text(tmp / METRICS, metrics)
-        files = {n: sha256_file(tmp / n) for n in ("model.safetensors", "optimizer.safetensors", METRICS)}
-        atomic_write_json(tmp / "state.json", {**state, "step": step, "param_groups": groups, "sha256": files})
+        files = {p.relative_to(tmp).as_posix(): sha256_file(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
+        atomic_write_json(tmp / "state.json", {**state, "step": step, "sha256": files})
         (tmp / MARKER).write_text("ok\n")
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
     except OSError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
-        hint = "the disk is full: free space and resume" if e.errno == errno.ENOSPC else str(e)
-        raise WriteError(e.errno, f"could not write checkpoint {final}: {hint}; earlier checkpoints are intact") from e
+        raise _write_error(e, tmp, final) from e
     for old in valid_checkpoints(ckpt_root)[:-keep]:
         _remove(old)
     return final
@@ -212,9 +261,11 @@ def _flatten(tree: dict, prefix: str = "") -> dict:
     return out
 
 
-def load_checkpoint(path: Path, model, opt, binding: dict) -> dict:
+def load_checkpoint(path: Path, model, opt, binding: dict, read_shards=None, rank: int = 0) -> dict:
     """Restore model, optimizer and RNG from ``path``; return its state.json (with ``metrics``, the
-    training log through its step). Refuses a checkpoint of another binding."""
+    training log through its step). Refuses a checkpoint of another binding. A sharded checkpoint
+    (``save_sharded_checkpoint``) is read by every rank with ``read_shards(folder)``, each taking its own
+    RNG state; a model sharded now cannot take a single-file checkpoint, nor the reverse."""
     state = read_state(path)
     difference = binding_difference(state, binding)
     if difference:
@@ -223,21 +274,26 @@ def load_checkpoint(path: Path, model, opt, binding: dict) -> dict:
         if not (path / name).is_file() or sha256_file(path / name) != digest:
             raise CheckpointError(f"{path / name}: missing or corrupted (sha256 mismatch); delete {path} to resume "
                                   "from the previous checkpoint")
-    load_model_weights(model, path / "model.safetensors")
-    tensors = load_file(str(path / "optimizer.safetensors"))
-    torch.set_rng_state(tensors.pop("rng.torch"))
-    cuda_rng = tensors.pop("rng.cuda", None)
-    if cuda_rng is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state(cuda_rng)
-    load_optimizer(opt, tensors, state["param_groups"])
+    if (path / SHARDS).is_dir() != (read_shards is not None):
+        raise CheckpointError(f"{path} was written {'sharded' if (path / SHARDS).is_dir() else 'by one process'} and "
+                              f"this run is {'sharded' if read_shards else 'not'} (train.parallel); delete {path.parent} "
+                              "to start afresh")
+    if read_shards is not None:
+        read_shards(path / SHARDS)
+        _set_rng(load_file(str(path / f"rng-{rank}.safetensors")))
+    else:
+        load_model_weights(model, path / "model.safetensors")
+        tensors = load_file(str(path / "optimizer.safetensors"))
+        _set_rng(tensors)
+        load_optimizer(opt, tensors, state["param_groups"])
     return {**state, "metrics": (path / METRICS).read_text()}
 
 
 SNAPSHOT_GLOB = "step-*.safetensors"
 
 
-def save_snapshot(root: Path, step: int, model: torch.nn.Module) -> Path:
-    """The model's weights at ``step`` as ``root/step-XXXXXX.safetensors`` (atomic)."""
+def save_snapshot(root: Path, step: int, model: torch.nn.Module | dict) -> Path:
+    """The model's weights (or a state dict of them) at ``step`` as ``root/step-XXXXXX.safetensors`` (atomic)."""
     Path(root).mkdir(parents=True, exist_ok=True)
     path = Path(root) / f"step-{step:06d}.safetensors"
     save_weights(model, path)

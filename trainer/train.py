@@ -5,7 +5,7 @@ A model's ``forward(idx, targets)`` returns ``{"losses": {name: scalar}}`` and o
 losses with ``train.loss_weights`` (default 1 each) and logs every term and metric, so ConceptLM's NTP + NCP + VQ or
 DLCM's auxiliary losses need nothing here. AdamW with linear warm-up and cosine decay, gradient
 clipping and accumulation, bf16 autocast on CUDA, optional ``torch.compile``, DDP under
-``torchrun``. Data order comes from ``trainer.data.WindowOrder`` (seed + manifest hash);
+``torchrun`` (or FSDP, ``train.parallel: fsdp``: ``trainer.distributed``). Data order comes from ``trainer.data.WindowOrder`` (seed + manifest hash);
 checkpoints from ``trainer.checkpoint`` (atomic, resumed automatically).
 
 A non-finite loss or gradient norm stops the run *before* the optimizer step, naming the step and
@@ -33,8 +33,9 @@ from common.io import atomic_write_json, config_hash, sha256_file
 from models.losses import opaque_to_compile
 from models.registry import build_model, flops_per_token
 from trainer.checkpoint import (binding_difference, clean_debris, load_checkpoint, prune_snapshots, read_state,
-                                remove_checkpoints, save_checkpoint, save_snapshot, save_weights, set_aside,
-                                snapshot_index, valid_checkpoints)
+                                remove_checkpoints, save_checkpoint, save_sharded_checkpoint, save_snapshot,
+                                save_weights, set_aside, snapshot_index, valid_checkpoints)
+from trainer.distributed import fsdp_problem, full_weights, load_shards, local, save_shards, shard
 from trainer.data import (DataError, WindowOrder, data_binding, gather_windows, mask_source, open_split, order_key,
                           read_manifest, view)
 from trainer.metrics import MetricsLog, is_validation_step
@@ -135,13 +136,21 @@ class Trainer:
         self.model = build_model(self.model_kwargs, vocab_size=manifest["vocab_size"], seq_len=self.seq_len)
         self._load_upstream(upstream)
         self.model.to(self.device)
+        # train.parallel fsdp: sharded across the ranks (trainer.distributed); one process trains unsharded
+        self.sharded = self.world > 1 and self.t.get("parallel", "ddp") == "fsdp"
+        if self.t.get("parallel", "ddp") == "fsdp":
+            problem = fsdp_problem(type(self.model), self.model.cfg)
+            if problem:
+                raise ReproError(f"{run_cfg['id']}: {problem}")
+        if self.sharded:
+            shard(self.model)
         self.primary = self.model.loss_names(self.model.cfg)[0]  # what valid/loss measures
         self._lock_handle = None  # the run folder's lock while run() trains (rank 0)
         self.alerted: set[str] = set()
         self.flops_per_token = flops_per_token(self.model_kwargs, vocab_size=manifest["vocab_size"],
                                                seq_len=self.seq_len)
         self.opt = make_optimizer(self.model, self.t)
-        self.ddp = torch.nn.parallel.DistributedDataParallel(self.model) if self.world > 1 else None
+        self.ddp = torch.nn.parallel.DistributedDataParallel(self.model) if self.world > 1 and not self.sharded else None
         self.forward = self.ddp or self.model
         if self.t["compile"]:
             opaque_to_compile()
@@ -183,6 +192,8 @@ class Trainer:
             for j in range(self.accum):
                 x, y = self.batch(step, j)
                 skip_sync = self.ddp is not None and j < self.accum - 1  # all-reduce once, on the last micro-batch
+                if self.sharded:  # reduce-scatter once, on the last micro-batch
+                    self.model.set_requires_gradient_sync(j == self.accum - 1)
                 with (self.ddp.no_sync() if skip_sync else nullcontext()), self.autocast():
                     out = self.forward(x, y)
                     losses = out["losses"]
@@ -194,7 +205,7 @@ class Trainer:
                 for name, value in out.get("metrics", {}).items():  # e.g. codebook usage; logged, not optimised
                     monitors[name] = monitors.get(name, 0.0) + float(value) / self.accum
                 (total / self.accum).backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.t["grad_clip"] or float("inf"))
+        grad_norm = local(torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.t["grad_clip"] or float("inf")))
         if not torch.isfinite(grad_norm):
             raise NonFiniteLossError(self._nonfinite(step, f"gradient norm = {grad_norm.item()}"))
         lr = learning_rate(step, self.t)
@@ -284,9 +295,10 @@ class Trainer:
             if is_validation_step(done, self.t):
                 self.log.append({"split": "valid", "step": done, "tokens": done * tokens_per_step,
                                  "valid/loss": self.valid_loss()})
-            if self.t.get("snapshot_interval") and done % self.t["snapshot_interval"] == 0 and done < steps \
-                    and self.rank == 0:
-                save_snapshot(self.snapshots, done, self.model)
+            if self.t.get("snapshot_interval") and done % self.t["snapshot_interval"] == 0 and done < steps:
+                weights = self.weights()
+                if self.rank == 0:
+                    save_snapshot(self.snapshots, done, weights)
             if done % self.t["checkpoint_interval"] == 0 or done == stop_after:
                 self.checkpoint(done)
             _fault_point(done)
@@ -339,23 +351,33 @@ class Trainer:
         ckpts = valid_checkpoints(root)
         if not ckpts:
             return 0, ""
-        state = load_checkpoint(ckpts[-1], self.model, self.opt, self.binding)
+        read_shards = (lambda folder: load_shards(folder, self.model, self.opt)) if self.sharded else None
+        state = load_checkpoint(ckpts[-1], self.model, self.opt, self.binding, read_shards, self.rank)
         return state["step"], state["metrics"]
 
     def checkpoint(self, step: int) -> None:
+        state = {"binding": self.binding, "examples_seen": step * self.t["batch_size"]}
+        root, keep, metrics = self.run_dir / "ckpt", self.t["keep_checkpoints"], self.log.text()
+        if self.sharded:  # every rank writes its shards
+            save_sharded_checkpoint(root, step, lambda folder: save_shards(folder, self.model, self.opt), state, keep,
+                                    metrics, self.rank, dist.barrier)
+            return
         if self.rank == 0:
-            save_checkpoint(self.run_dir / "ckpt", step, self.model, self.opt,
-                            {"binding": self.binding, "examples_seen": step * self.t["batch_size"]},
-                            keep=self.t["keep_checkpoints"], metrics=self.log.text())
+            save_checkpoint(root, step, self.model, self.opt, state, keep=keep, metrics=metrics)
         if self.world > 1:
             dist.barrier()
 
+    def weights(self) -> torch.nn.Module | dict:
+        """What ``save_weights`` writes: the model, or its gathered weights when sharded (a collective)."""
+        return full_weights(self.model) if self.sharded else self.model
+
     def finish(self, wall: float) -> dict | None:
+        weights = self.weights()
         if self.rank != 0:
             return None
         final = self.run_dir / "final"
         final.mkdir(parents=True, exist_ok=True)
-        save_weights(self.model, final / "model.safetensors")
+        save_weights(weights, final / "model.safetensors")
         manifest = {"experiment": self.cfg["id"], "seed": self.cfg["seed"], "config": self.cfg,
                     "config_hash": self.config_hash, "data": self.binding["data"],
                     "upstream": self.binding.get("upstream"),

@@ -386,6 +386,12 @@ def _check_semantics(config: dict, exp: dict) -> None:
     if chunk is not None and model["seq_len"] % chunk:
         raise ConfigError(f"model.chunk_size={chunk} does not divide model.seq_len={model['seq_len']}; "
                           "choose a chunk size that divides the sequence length")
+    if train.get("parallel") == "fsdp":
+        from trainer.distributed import fsdp_problem
+
+        problem = fsdp_problem(spec.build, typed)
+        if problem:
+            raise ConfigError(problem)
     _check_evals(config, exp, spec, typed)
     _check_data(config, exp, spec, typed)
     if "embedded" in exp["evals"] and config["corpus"]["source"] != "synthetic":
