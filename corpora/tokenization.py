@@ -10,7 +10,8 @@
 * ``tokenize_corpus``: every split once into ``{split}.bin`` laid out
   ``EOT doc_1 EOT doc_2 EOT ... doc_n EOT``, so every document and its end are predicted from the
   preceding EOT; the manifest records the token counts, the file hashes, the tokenizer hash and
-  the oracle NLL carried over from the corpus manifest.
+  the oracle NLL carried over from the corpus manifest. Sharded across worker processes and
+  resumable shard by shard (a killed job keeps its finished shards); the bytes do not depend on either.
 * ``tokenize_pairs``: a paired corpus into fixed records ``source | target`` of ``source_len +
   target_len`` tokens (layout, ``manifest["layout"]``), then one EOT, so window i of the trainer's
   ``WindowOrder`` (length source_len + target_len) is exactly example i. The source is cut to
@@ -21,6 +22,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -68,11 +70,12 @@ def train_chars(alphabet: str, out_path: Path) -> str:
 
 
 class LoadedTokenizer:
-    """Uniform view over a ``tokenizers.Tokenizer`` and a pretrained ``transformers`` tokenizer."""
+    """Uniform view over a ``tokenizers.Tokenizer`` and a pretrained ``transformers`` tokenizer;
+    ``spec`` = the ``load_tokenizer`` arguments, with which a worker process loads it again."""
 
-    def __init__(self, encode_batch, decode, vocab_size: int, eot_id: int, sha256: str):
+    def __init__(self, encode_batch, decode, vocab_size: int, eot_id: int, sha256: str, spec: tuple = ()):
         self.encode_batch, self.decode = encode_batch, decode
-        self.vocab_size, self.eot_id, self.sha256 = vocab_size, eot_id, sha256
+        self.vocab_size, self.eot_id, self.sha256, self.spec = vocab_size, eot_id, sha256, spec
 
 
 def load_tokenizer(tokenizer_cfg: dict, path: Path | None = None) -> LoadedTokenizer:
@@ -87,7 +90,8 @@ def load_tokenizer(tokenizer_cfg: dict, path: Path | None = None) -> LoadedToken
             raise TokenizerError(f"{path}: unreadable tokenizer ({e}); delete it and re-run 'tokenizer'") from e
         encode = (lambda texts: [e.ids for e in tok.encode_batch(texts)]) if tokenizer_cfg["kind"] == "bpe" \
             else _strict_chars(tok)
-        return LoadedTokenizer(encode, tok.decode, tok.get_vocab_size(), tok.token_to_id(EOT), sha256_file(path))
+        return LoadedTokenizer(encode, tok.decode, tok.get_vocab_size(), tok.token_to_id(EOT), sha256_file(path),
+                               (tokenizer_cfg, path))
     from transformers import AutoTokenizer
 
     name = PRETRAINED.get(tokenizer_cfg["name"], tokenizer_cfg["name"])
@@ -97,7 +101,7 @@ def load_tokenizer(tokenizer_cfg: dict, path: Path | None = None) -> LoadedToken
         raise TokenizerError(f"tokenizer {name!r} is not available offline ({e}); download it once with network, "
                              "or set tokenizer.name to a local folder") from e
     return LoadedTokenizer(lambda texts: tok(texts, add_special_tokens=False)["input_ids"], tok.decode,
-                           len(tok), tok.eos_token_id, "pretrained:" + name)
+                           len(tok), tok.eos_token_id, "pretrained:" + name, (tokenizer_cfg, path))
 
 
 def _write_splits(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, body, extra: dict | None = None) -> dict:
@@ -144,20 +148,112 @@ def _strict_chars(tok):
     return encode
 
 
-def tokenize_corpus(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, batch_docs: int = 1000) -> dict:
-    """Write ``{split}.bin`` for every split and the tokens manifest; return the manifest."""
+SHARD_DOCS = 100_000  # documents per shard of tokenize_corpus: the unit of parallel work and of resuming
+PARTS = ".parts"      # finished shards, beside the token files until the split is assembled
+
+
+def tokenize_corpus(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, batch_docs: int = 1000,
+                    workers: int = 1, shard_docs: int = SHARD_DOCS) -> dict:
+    """Write ``{split}.bin`` for every split and the tokens manifest; return the manifest.
+
+    Each split is cut into shards of ``shard_docs`` documents, tokenized by ``workers`` processes (each
+    loads the tokenizer again from ``tok.spec``) into ``out_dir/.parts/``, every finished shard recorded
+    with its counts, sha256 and what it was made from (the corpus split's and the tokenizer's hashes, its
+    line range). A killed job keeps its finished shards: the next run re-hashes them, keeps those made
+    from the same corpus and tokenizer and tokenizes the rest. The split file is the shards in order
+    after the leading EOT, so its bytes (and hash) do not depend on the shard size or the worker count."""
+    corpus_dir, out_dir = Path(corpus_dir), Path(out_dir)
+    corpus_manifest = json.loads((corpus_dir / "manifest.json").read_text())
+    parts = out_dir / PARTS
 
     def body(f, split: str, dtype) -> dict:
-        n_tokens, n_docs = 1, 0
+        source = corpus_dir / f"{split}.jsonl"
+        jobs = [(str(source), start, end, str(parts / f"{split}-{i:05d}.bin"), np.dtype(dtype).name, batch_docs,
+                 {"corpus_split_sha256": corpus_manifest["splits"][split]["sha256"], "tokenizer_sha256": tok.sha256})
+                for i, (start, end) in enumerate(_shards(source, shard_docs))]
+        parts.mkdir(parents=True, exist_ok=True)
+        todo = [job for job in jobs if _finished_shard(Path(job[3]), job) is None]
+        if workers > 1 and len(todo) > 1:
+            import multiprocessing as mp
+
+            with mp.get_context("spawn").Pool(min(workers, len(todo)), _worker_init, (tok.spec,)) as pool:
+                pool.map(_tokenize_shard, todo)
+        else:
+            global _WORKER_TOK
+            _WORKER_TOK = tok
+            for job in todo:
+                _tokenize_shard(job)
         f.write(np.array([tok.eot_id], dtype=dtype).tobytes())
-        for texts in _batches((d["text"] for d in read_documents(corpus_dir, split)), batch_docs):
-            for ids in tok.encode_batch(texts):
-                f.write(np.array(ids + [tok.eot_id], dtype=dtype).tobytes())
-                n_tokens += len(ids) + 1
-            n_docs += len(texts)
+        n_tokens, n_docs = 1, 0
+        for job in jobs:
+            record = _finished_shard(Path(job[3]), job, rehash=False)
+            with open(job[3], "rb") as part:
+                shutil.copyfileobj(part, f, 1 << 24)
+            n_tokens, n_docs = n_tokens + record["n_tokens"], n_docs + record["n_docs"]
         return {"n_tokens": n_tokens, "n_docs": n_docs}
 
-    return _write_splits(corpus_dir, tok, out_dir, body)
+    manifest = _write_splits(corpus_dir, tok, out_dir, body)
+    shutil.rmtree(parts, ignore_errors=True)
+    return manifest
+
+
+def _shards(path: Path, shard_docs: int) -> list[tuple[int, int]]:
+    """Byte ranges ``(start, end)`` of consecutive runs of ``shard_docs`` lines of ``path``."""
+    bounds, lines = [0], 0
+    with open(path, "rb") as f:
+        for line in f:
+            lines += 1
+            if lines % shard_docs == 0:
+                bounds.append(f.tell())
+        end = f.tell()
+    if bounds[-1] != end or len(bounds) == 1:
+        bounds.append(end)
+    return list(zip(bounds, bounds[1:]))
+
+
+_WORKER_TOK: LoadedTokenizer | None = None  # a shard worker's tokenizer (loaded once per process)
+
+
+def _worker_init(spec: tuple) -> None:
+    global _WORKER_TOK
+    _WORKER_TOK = load_tokenizer(*spec)
+
+
+def _finished_shard(part: Path, job: tuple, rehash: bool = True) -> dict | None:
+    """The record of a finished shard made by ``job`` (same source, bytes, dtype and hashes), or None."""
+    try:
+        record = json.loads(part.with_suffix(".json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    expected = {"source": job[0], "start": job[1], "end": job[2], "dtype": job[4], **job[6]}
+    if any(record.get(k) != v for k, v in expected.items()) or not part.is_file():
+        return None
+    if rehash and sha256_file(part) != record["sha256"]:
+        return None
+    return record
+
+
+def _tokenize_shard(job: tuple) -> None:
+    """Tokenize the documents in bytes [start, end) of a corpus split into ``part`` (each document's ids
+    and an EOT), then record it: the part is written to a temporary file, synced and moved in place
+    before its record, so a record always describes a whole part."""
+    source, start, end, part, dtype, batch_docs, made_from = job
+    tok, part = _WORKER_TOK, Path(part)
+    n_tokens = n_docs = 0
+    tmp = part.with_name(f".{part.name}.tmp")
+    with open(source, "rb") as src, open(tmp, "wb") as f:
+        src.seek(start)
+        texts = (json.loads(line)["text"] for line in iter(lambda: src.readline() if src.tell() < end else b"", b""))
+        for batch in _batches(texts, batch_docs):
+            for ids in tok.encode_batch(batch):
+                f.write(np.array(ids + [tok.eot_id], dtype=dtype).tobytes())
+                n_tokens += len(ids) + 1
+            n_docs += len(batch)
+        _sync(f)
+    tmp.replace(part)
+    atomic_write_json(part.with_suffix(".json"), {"source": source, "start": start, "end": end, "dtype": dtype,
+                                                  **made_from, "n_tokens": n_tokens, "n_docs": n_docs,
+                                                  "sha256": sha256_file(part)})
 
 
 def tokenize_pairs(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, layout: dict, batch_docs: int = 1000) -> dict:

@@ -3,7 +3,7 @@ paths, calls one library function, and exits with a one-line error on bad input.
 
     python -m workflows.cli corpus    --settings S --out DIR
     python -m workflows.cli tokenizer --settings S --corpus DIR --out FILE
-    python -m workflows.cli tokenize  --settings S --corpus DIR --tokenizer FILE --out DIR
+    python -m workflows.cli tokenize  --settings S --corpus DIR --tokenizer FILE --out DIR [--threads N]
     python -m workflows.cli pretrain  --config C --tokens DIR --tokenizer FILE --run-dir DIR [--upstream DIR] [--threads N] [--nproc N]
     python -m workflows.cli eval-recon --run-dir DIR --tokens DIR --out FILE [--threads N]
     python -m workflows.cli eval-ppl  --run-dir DIR --tokens DIR --out FILE [--threads N]
@@ -65,7 +65,7 @@ def tokenize(a):
     if settings.get("layout"):
         m = tokenize_pairs(Path(a.corpus), tok, Path(a.out), settings["layout"])
     else:
-        m = tokenize_corpus(Path(a.corpus), tok, Path(a.out))
+        m = tokenize_corpus(Path(a.corpus), tok, Path(a.out), workers=a.threads or 1)
     print("tokens: " + ", ".join(f"{s} {v['n_tokens']:,}" for s, v in m["splits"].items()))
 
 

@@ -75,7 +75,7 @@ rule tokenize:
     shell:
         logged(
             "{params.cli} tokenize --settings {input.settings} --corpus {params.corpus}"
-            " --tokenizer {input.tokenizer} --out {params.out}"
+            " --tokenizer {input.tokenizer} --out {params.out} --threads {threads}"
         )
 
 
