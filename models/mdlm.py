@@ -199,7 +199,7 @@ class MDLM(nn.Module):
         count = int(masked.sum())
         noised = b * (n - self.cfg.prefix_len)  # the target positions: the NELBO per target token
         # every masked token of row i weighs weight_i / noised: the NELBO per target token, in one pass
-        row_weights = (weight[:, None].expand(b, n)[masked] / noised).to(h.dtype)
+        row_weights = weight[:, None].expand(b, n)[masked] / noised  # fp32: the kernel casts once
         if count:
             total, nll, _ = weighted_linear_cross_entropy(h[masked], real, x0[masked], row_weights)
         else:  # a batch without a masked token still has a graph

@@ -309,7 +309,7 @@ class NCM(nn.Module):
         B = h.shape[0]
         row_weights = (self.weights[self.levels] / B).expand(B, -1).flatten()
         gen, nll, hits = weighted_linear_cross_entropy(h.flatten(0, 1), self.head.weight, torch.cat(codes, 1).flatten(),
-                                                       row_weights.to(h.dtype))
+                                                       row_weights)
         per_scale = [(nll.view(B, -1)[:, lo:hi].mean(), hits.view(B, -1)[:, lo:hi].float().mean())
                      for lo, hi in zip(self.offsets, self.offsets[1:])]
         values = torch.stack([torch.stack(pair) for pair in per_scale]).T.flatten().tolist()

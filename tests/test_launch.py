@@ -138,6 +138,10 @@ def test_fsdp_shards_train_resume_and_write_the_single_process_weights(tiny_data
     state = json.loads((shards / "state.json").read_text())
     assert {"rng-0.safetensors", "rng-1.safetensors"} <= set(state["sha256"])
     assert any(name.startswith("shards/") for name in state["sha256"])
+    from trainer.checkpoint import CheckpointError
+    with pytest.raises(CheckpointError, match="sharded across 2 processes, this run would hold it unsharded; resume "
+                                              "with the pretrain rule's gpu=2"):
+        Trainer(run_cfg, tiny_data["tokens"], tmp_path / "cut").run()
     resumed = _train_cli([*args, str(tmp_path / "cut")], 2)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming at step 8" in resumed.stdout
@@ -165,3 +169,29 @@ def test_fsdp_for_a_family_that_cannot_shard_is_refused_naming_the_key(tmp_path)
     config["experiments"] = [{"id": "t", "overrides": {"model.tie_embeddings": True, "train.parallel": "fsdp"}}]
     with pytest.raises(ConfigError, match="shards untied models only; set model.tie_embeddings=false"):
         resolve(validate(config))
+
+
+@pytest.mark.slow
+def test_a_failing_rank_is_the_last_line_of_a_launched_job(tiny_data, run_cfg, tmp_path):
+    """Under --nproc 2 a rank's one-line error (here: the run folder is locked by another trainer) ends the
+    job's console, where the rule's log tail shows it; a missing input is refused before any rank starts."""
+    (tmp_path / "config.json").write_text(json.dumps(run_cfg))
+    args = ["pretrain", "--config", str(tmp_path / "config.json"), "--tokens", str(tiny_data["tokens"]),
+            "--tokenizer", str(tiny_data["tokenizer"]), "--run-dir", str(tmp_path / "run")]
+    missing = _train_cli([*args[:4], str(tmp_path / "nowhere"), *args[5:]], 2)
+    assert missing.returncode == 1 and "torch.distributed.run" not in missing.stdout
+    assert missing.stderr.strip().splitlines()[-1].startswith(f"error: {tmp_path / 'nowhere'}")
+    (tmp_path / "run").mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, sys, time; f = open(sys.argv[1], 'a+'); fcntl.flock(f, fcntl.LOCK_EX); "
+        "print('locked', flush=True); time.sleep(60)"), str(tmp_path / "run" / ".train.lock")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        locked = _train_cli(args, 2)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert locked.returncode == 1
+    last = locked.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: rank 0: ") and "is being trained by another process" in last

@@ -127,7 +127,7 @@ def save_checkpoint(ckpt_root: Path, step: int, model, opt, state: dict, keep: i
 
 
 def save_sharded_checkpoint(ckpt_root: Path, step: int, write_shards, state: dict, keep: int, metrics: str,
-                            rank: int, barrier) -> Path:
+                            rank: int, world: int, barrier) -> Path:
     """The checkpoint of a sharded model (``trainer.distributed``), a collective: every rank writes its
     shards (``write_shards(folder)``) and its RNG state into one temporary folder, then rank 0 hashes every
     file and commits the folder as ``save_checkpoint`` does. ``barrier()`` waits for every rank."""
@@ -143,7 +143,8 @@ def save_sharded_checkpoint(ckpt_root: Path, step: int, write_shards, state: dic
     except OSError as e:
         raise _write_error(e, tmp, ckpt_root / f"step-{step:06d}") from e
     barrier()
-    final = _commit(tmp, ckpt_root, step, state, keep, metrics) if rank == 0 else ckpt_root / f"step-{step:06d}"
+    final = (_commit(tmp, ckpt_root, step, {**state, "world": world}, keep, metrics) if rank == 0
+             else ckpt_root / f"step-{step:06d}")
     barrier()
     return final
 
@@ -261,7 +262,7 @@ def _flatten(tree: dict, prefix: str = "") -> dict:
     return out
 
 
-def load_checkpoint(path: Path, model, opt, binding: dict, read_shards=None, rank: int = 0) -> dict:
+def load_checkpoint(path: Path, model, opt, binding: dict, read_shards=None, rank: int = 0, world: int = 1) -> dict:
     """Restore model, optimizer and RNG from ``path``; return its state.json (with ``metrics``, the
     training log through its step). Refuses a checkpoint of another binding. A sharded checkpoint
     (``save_sharded_checkpoint``) is read by every rank with ``read_shards(folder)``, each taking its own
@@ -274,10 +275,12 @@ def load_checkpoint(path: Path, model, opt, binding: dict, read_shards=None, ran
         if not (path / name).is_file() or sha256_file(path / name) != digest:
             raise CheckpointError(f"{path / name}: missing or corrupted (sha256 mismatch); delete {path} to resume "
                                   "from the previous checkpoint")
-    if (path / SHARDS).is_dir() != (read_shards is not None):
-        raise CheckpointError(f"{path} was written {'sharded' if (path / SHARDS).is_dir() else 'by one process'} and "
-                              f"this run is {'sharded' if read_shards else 'not'} (train.parallel); delete {path.parent} "
-                              "to start afresh")
+    written = state.get("world", 1) if (path / SHARDS).is_dir() else 1  # sharded across this many processes
+    running = world if read_shards is not None else 1
+    if written != running:
+        how = lambda n: "unsharded" if n == 1 else f"sharded across {n} processes"
+        raise CheckpointError(f"{path} holds the model {how(written)}, this run would hold it {how(running)}; resume "
+                              f"with the pretrain rule's gpu={written}, or delete {path.parent} to start afresh")
     if read_shards is not None:
         read_shards(path / SHARDS)
         _set_rng(load_file(str(path / f"rng-{rank}.safetensors")))

@@ -352,7 +352,7 @@ class Trainer:
         if not ckpts:
             return 0, ""
         read_shards = (lambda folder: load_shards(folder, self.model, self.opt)) if self.sharded else None
-        state = load_checkpoint(ckpts[-1], self.model, self.opt, self.binding, read_shards, self.rank)
+        state = load_checkpoint(ckpts[-1], self.model, self.opt, self.binding, read_shards, self.rank, self.world)
         return state["step"], state["metrics"]
 
     def checkpoint(self, step: int) -> None:
@@ -360,7 +360,7 @@ class Trainer:
         root, keep, metrics = self.run_dir / "ckpt", self.t["keep_checkpoints"], self.log.text()
         if self.sharded:  # every rank writes its shards
             save_sharded_checkpoint(root, step, lambda folder: save_shards(folder, self.model, self.opt), state, keep,
-                                    metrics, self.rank, dist.barrier)
+                                    metrics, self.rank, self.world, dist.barrier)
             return
         if self.rank == 0:
             save_checkpoint(root, step, self.model, self.opt, state, keep=keep, metrics=metrics)

@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
@@ -75,12 +76,15 @@ def pretrain(a):
     from trainer.train import Trainer
 
     run_cfg = _json(a.config)
-    if a.nproc > 1 and "LOCAL_RANK" not in os.environ:
-        return _launch(a, run_cfg)
     check_tokenizer(read_manifest(Path(a.tokens)), load_tokenizer(run_cfg["tokenizer"], Path(a.tokenizer)).sha256,
                     Path(a.tokens))
+    if a.nproc > 1 and "LOCAL_RANK" not in os.environ:
+        return _launch(a, run_cfg)
     Trainer(run_cfg, Path(a.tokens), Path(a.run_dir), threads=a.threads,
             upstream=Path(a.upstream) if a.upstream else None).run()
+
+
+ERROR_FILE = "REPRO_RANK_ERRORS"  # where ranks launched by _launch append their one-line errors
 
 
 def _launch(a, run_cfg: dict) -> None:
@@ -103,9 +107,12 @@ def _launch(a, run_cfg: dict) -> None:
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={a.nproc}",
                "-m", "workflows.cli", *args]
     print("launching: " + " ".join(command), flush=True)
-    code = subprocess.run(command).returncode
+    with tempfile.TemporaryDirectory() as folder:  # the ranks' one-line errors, so the last line is the cause
+        errors = Path(folder) / "errors"
+        code = subprocess.run(command, env={**os.environ, ERROR_FILE: str(errors)}).returncode
+        first = errors.read_text().splitlines()[0] if errors.is_file() else None
     if code:
-        raise ReproError(f"torchrun exited with status {code}: the first failing rank's error is above")
+        raise ReproError(first or f"torchrun exited with status {code}: see the ranks' output above")
 
 
 def _evaluate(a, evaluate) -> dict:
@@ -198,6 +205,9 @@ def main(argv=None) -> int:
         COMMANDS[a.command][0](a)
     except ReproError as e:
         print(f"error: {e}", file=sys.stderr)
+        if os.environ.get(ERROR_FILE):  # a rank under _launch: tell the launching process
+            with open(os.environ[ERROR_FILE], "a") as f:
+                f.write(f"rank {os.environ.get('RANK', '0')}: {e}\n")
         return 1
     return 0
 
