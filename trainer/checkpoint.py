@@ -133,15 +133,15 @@ def save_sharded_checkpoint(ckpt_root: Path, step: int, write_shards, state: dic
     file and commits the folder as ``save_checkpoint`` does. ``barrier()`` waits for every rank."""
     ckpt_root = Path(ckpt_root)
     tmp = ckpt_root / f".tmp-step-{step:06d}-sharded"
-    if rank == 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-        (tmp / SHARDS).mkdir(parents=True)
-    barrier()
     try:
+        if rank == 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            (tmp / SHARDS).mkdir(parents=True)
+        barrier()
         write_shards(tmp / SHARDS)
         save_file(rng_tensors(), str(tmp / f"rng-{rank}.safetensors"))
-    except OSError as e:
-        raise _write_error(e, tmp, ckpt_root / f"step-{step:06d}") from e
+    except OSError as e:  # the folder is shared: only rank 0 removes it (the next start clears debris too)
+        raise _write_error(e, tmp if rank == 0 else None, ckpt_root / f"step-{step:06d}") from e
     barrier()
     final = (_commit(tmp, ckpt_root, step, {**state, "world": world}, keep, metrics) if rank == 0
              else ckpt_root / f"step-{step:06d}")
@@ -163,8 +163,9 @@ def _set_rng(tensors: dict[str, torch.Tensor]) -> None:
         torch.cuda.set_rng_state(cuda_rng)
 
 
-def _write_error(e: OSError, tmp: Path, final: Path) -> WriteError:
-    shutil.rmtree(tmp, ignore_errors=True)
+def _write_error(e: OSError, tmp: Path | None, final: Path) -> WriteError:
+    if tmp is not None:
+        shutil.rmtree(tmp, ignore_errors=True)
     hint = "the disk is full: free space and resume" if e.errno == errno.ENOSPC else str(e)
     return WriteError(e.errno, f"could not write checkpoint {final}: {hint}; earlier checkpoints are intact")
 

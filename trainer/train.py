@@ -21,6 +21,7 @@ import signal
 import sys
 import time
 from contextlib import nullcontext
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -107,7 +108,8 @@ class Trainer:
             if "MASTER_ADDR" not in os.environ:
                 raise ReproError(f"WORLD_SIZE={self.world} is set, but not by torchrun (MASTER_ADDR is missing): unset "
                                  "WORLD_SIZE for one process, or launch with torchrun --nproc-per-node N")
-            dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+            # an hour, not NCCL's 10 minutes: rank 0 hashes a sharded checkpoint while the others wait
+            dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo", timeout=timedelta(hours=1))
         self.device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}" if torch.cuda.is_available()
                                    else "cpu")
         if self.device.type == "cpu":
