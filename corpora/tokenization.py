@@ -22,7 +22,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -150,10 +152,13 @@ def _strict_chars(tok):
 
 SHARD_DOCS = 100_000  # documents per shard of tokenize_corpus: the unit of parallel work and of resuming
 PARTS = ".parts"      # finished shards, beside the token files until the split is assembled
+# Test hooks (tests/test_rerun.py, through Snakemake): another shard size (the bytes do not change), and
+# a SIGKILL of the tokenizing process after its N-th finished shard, as a crash would. Unset in normal runs.
+SHARD_DOCS_ENV, FAULT_ENV = "REPRO_SHARD_DOCS", "REPRO_SIGKILL_AFTER_SHARD"
 
 
 def tokenize_corpus(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, batch_docs: int = 1000,
-                    workers: int = 1, shard_docs: int = SHARD_DOCS) -> dict:
+                    workers: int = 1, shard_docs: int | None = None) -> dict:
     """Write ``{split}.bin`` for every split and the tokens manifest; return the manifest.
 
     Each split is cut into shards of ``shard_docs`` documents, tokenized by ``workers`` processes (each
@@ -165,6 +170,7 @@ def tokenize_corpus(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, batch
     corpus_dir, out_dir = Path(corpus_dir), Path(out_dir)
     corpus_manifest = json.loads((corpus_dir / "manifest.json").read_text())
     parts = out_dir / PARTS
+    shard_docs = shard_docs or int(os.environ.get(SHARD_DOCS_ENV, SHARD_DOCS))
 
     def body(f, split: str, dtype) -> dict:
         source = corpus_dir / f"{split}.jsonl"
@@ -173,6 +179,8 @@ def tokenize_corpus(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, batch
                 for i, (start, end) in enumerate(_shards(source, shard_docs))]
         parts.mkdir(parents=True, exist_ok=True)
         todo = [job for job in jobs if _finished_shard(Path(job[3]), job) is None]
+        if len(todo) < len(jobs):
+            print(f"{split}: {len(jobs) - len(todo)} of {len(jobs)} shards kept from an interrupted run", flush=True)
         if workers > 1 and len(todo) > 1:
             import multiprocessing as mp
 
@@ -212,6 +220,7 @@ def _shards(path: Path, shard_docs: int) -> list[tuple[int, int]]:
 
 
 _WORKER_TOK: LoadedTokenizer | None = None  # a shard worker's tokenizer (loaded once per process)
+_FINISHED = 0  # shards this process has finished (for the FAULT_ENV hook)
 
 
 def _worker_init(spec: tuple) -> None:
@@ -254,6 +263,10 @@ def _tokenize_shard(job: tuple) -> None:
     atomic_write_json(part.with_suffix(".json"), {"source": source, "start": start, "end": end, "dtype": dtype,
                                                   **made_from, "n_tokens": n_tokens, "n_docs": n_docs,
                                                   "sha256": sha256_file(part)})
+    global _FINISHED
+    _FINISHED += 1
+    if os.environ.get(FAULT_ENV) == str(_FINISHED):
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def tokenize_pairs(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, layout: dict, batch_docs: int = 1000) -> dict:

@@ -161,3 +161,27 @@ def test_failing_job_shows_its_own_error_on_the_console(tmp_path):
     console = run.stdout + run.stderr
     assert "error: " in console and "fewer than one window of model.seq_len+1=1025" in console, console[-3000:]
     assert "not found" not in console.lower()
+
+
+@pytest.mark.slow
+def test_killed_tokenisation_resumes_from_its_finished_shards(reference, tmp_path):
+    """Shards of 50 documents (REPRO_SHARD_DOCS), the tokenize job SIGKILLed after its third finished shard:
+    Snakemake sees a failed job; the re-run keeps the three shards and writes the uninterrupted tokens."""
+    import subprocess
+
+    workdir = tmp_path
+    (workdir / "micro.yaml").write_text(yaml.safe_dump(rerun_profile()))
+    target = "results/micro/data/world/tokens/manifest.json"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "REPRO_SHARD_DOCS": "50"}
+    run = lambda **extra: subprocess.run(SNAKEMAKE + ["-d", str(workdir), "--configfile", str(workdir / "micro.yaml"),
+                                                      "--cores", "2", target], capture_output=True, text=True,
+                                         env={**env, **extra}, timeout=600)
+    assert run(REPRO_SIGKILL_AFTER_SHARD="3").returncode != 0
+    tokens = workdir / "results/micro/data/world/tokens"
+    assert len(list((tokens / ".parts").glob("*.json"))) == 3 and not (tokens / "train.bin").exists()
+    resumed = run()
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    log = (workdir / "results/micro/data/world/logs/tokenize.log").read_text()
+    assert "train: 3 of 6 shards kept from an interrupted run" in log, log
+    for name in ("train.bin", "valid.bin", "test.bin"):
+        assert (tokens / name).read_bytes() == (reference / "results/micro/data/world/tokens" / name).read_bytes()
