@@ -151,12 +151,36 @@ def write_corpus(corpus_cfg: dict, out_dir: Path) -> dict:
     return manifest
 
 
-def read_documents(corpus_dir: Path, split: str) -> Iterator[dict]:
+def split_path(corpus_dir: Path, split: str) -> Path:
+    """The jsonl file of ``split``, refused when missing."""
     path = Path(corpus_dir) / f"{split}.jsonl"
     if not path.is_file():
         raise CorpusError(f"{path}: corpus split missing; run the 'corpus' rule to create it")
-    with open(path) as f:
-        for i, line in enumerate(f, 1):
+    return path
+
+
+def document_spans(corpus_dir: Path, split: str, every: int) -> list[tuple[int, int, int]]:
+    """``(start byte, end byte, first line)`` of consecutive runs of ``every`` documents of ``split``
+    (one run for an empty split), for ``read_documents``."""
+    bounds, lines = [(0, 1)], 0
+    with open(split_path(corpus_dir, split), "rb") as f:
+        for _ in f:
+            lines += 1
+            if lines % every == 0:
+                bounds.append((f.tell(), lines + 1))
+        end = f.tell()
+    if bounds[-1][0] != end or len(bounds) == 1:
+        bounds.append((end, lines + 1))
+    return [(a, b, first) for (a, first), (b, _) in zip(bounds, bounds[1:])]
+
+
+def read_documents(corpus_dir: Path, split: str, span: tuple[int, int, int] | None = None) -> Iterator[dict]:
+    """The documents of ``split``, or of one ``document_spans`` span of it."""
+    path = split_path(corpus_dir, split)
+    start, end, first = span or (0, None, 1)
+    with open(path, "rb") as f:
+        f.seek(start)
+        for i, line in enumerate(iter(lambda: f.readline() if end is None or f.tell() < end else b"", b""), first):
             try:
                 yield json.loads(line)
             except json.JSONDecodeError as e:

@@ -26,12 +26,13 @@ import os
 import shutil
 import signal
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from common.errors import ReproError
 from common.io import atomic_write_json, atomic_write_text, sha256_file
-from corpora.sources import SPLITS, read_documents
+from corpora.sources import SPLITS, document_spans, read_documents
 
 EOT = "<|endoftext|>"
 PRETRAINED = {"gpt2": "gpt2", "gpt-neox": "EleutherAI/gpt-neox-20b", "pythia": "EleutherAI/pythia-160m"}
@@ -173,14 +174,13 @@ def tokenize_corpus(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, batch
     shard_docs = shard_docs or int(os.environ.get(SHARD_DOCS_ENV, SHARD_DOCS))
 
     def body(f, split: str, dtype) -> dict:
-        source = corpus_dir / f"{split}.jsonl"
-        jobs = [(str(source), start, end, str(parts / f"{split}-{i:05d}.bin"), np.dtype(dtype).name, batch_docs,
-                 {"corpus_split_sha256": corpus_manifest["splits"][split]["sha256"], "tokenizer_sha256": tok.sha256})
-                for i, (start, end) in enumerate(_shards(source, shard_docs))]
+        made_from = {"corpus_split_sha256": corpus_manifest["splits"][split]["sha256"], "tokenizer_sha256": tok.sha256}
+        shards = [Shard(str(corpus_dir), split, span, str(parts / f"{split}-{i:05d}.bin"), np.dtype(dtype).name,
+                        batch_docs, made_from) for i, span in enumerate(document_spans(corpus_dir, split, shard_docs))]
         parts.mkdir(parents=True, exist_ok=True)
-        todo = [job for job in jobs if _finished_shard(Path(job[3]), job) is None]
-        if len(todo) < len(jobs):
-            print(f"{split}: {len(jobs) - len(todo)} of {len(jobs)} shards kept from an interrupted run", flush=True)
+        todo = [shard for shard in shards if _finished(shard) is None]
+        if len(todo) < len(shards):
+            print(f"{split}: {len(shards) - len(todo)} of {len(shards)} shards kept from an interrupted run", flush=True)
         if workers > 1 and len(todo) > 1:
             import multiprocessing as mp
 
@@ -189,13 +189,13 @@ def tokenize_corpus(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, batch
         else:
             global _WORKER_TOK
             _WORKER_TOK = tok
-            for job in todo:
-                _tokenize_shard(job)
+            for shard in todo:
+                _tokenize_shard(shard)
         f.write(np.array([tok.eot_id], dtype=dtype).tobytes())
         n_tokens, n_docs = 1, 0
-        for job in jobs:
-            record = _finished_shard(Path(job[3]), job, rehash=False)
-            with open(job[3], "rb") as part:
+        for shard in shards:
+            record = _finished(shard, rehash=False)
+            with open(shard.part, "rb") as part:
                 shutil.copyfileobj(part, f, 1 << 24)
             n_tokens, n_docs = n_tokens + record["n_tokens"], n_docs + record["n_docs"]
         return {"n_tokens": n_tokens, "n_docs": n_docs}
@@ -205,18 +205,20 @@ def tokenize_corpus(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, batch
     return manifest
 
 
-def _shards(path: Path, shard_docs: int) -> list[tuple[int, int]]:
-    """Byte ranges ``(start, end)`` of consecutive runs of ``shard_docs`` lines of ``path``."""
-    bounds, lines = [0], 0
-    with open(path, "rb") as f:
-        for line in f:
-            lines += 1
-            if lines % shard_docs == 0:
-                bounds.append(f.tell())
-        end = f.tell()
-    if bounds[-1] != end or len(bounds) == 1:
-        bounds.append(end)
-    return list(zip(bounds, bounds[1:]))
+class Shard(NamedTuple):
+    """One unit of ``tokenize_corpus``: documents ``span`` (``corpora.sources.document_spans``) of a split,
+    tokenized into ``part``; ``made_from`` = the corpus split's and the tokenizer's hashes."""
+    corpus_dir: str
+    split: str
+    span: tuple[int, int, int]
+    part: str
+    dtype: str
+    batch_docs: int
+    made_from: dict
+
+    def identity(self) -> dict:
+        """What a finished shard's record must repeat for the shard to be kept."""
+        return {"split": self.split, "span": list(self.span), "dtype": self.dtype, **self.made_from}
 
 
 _WORKER_TOK: LoadedTokenizer | None = None  # a shard worker's tokenizer (loaded once per process)
@@ -228,40 +230,37 @@ def _worker_init(spec: tuple) -> None:
     _WORKER_TOK = load_tokenizer(*spec)
 
 
-def _finished_shard(part: Path, job: tuple, rehash: bool = True) -> dict | None:
-    """The record of a finished shard made by ``job`` (same source, bytes, dtype and hashes), or None."""
+def _finished(shard: Shard, rehash: bool = True) -> dict | None:
+    """The record of ``shard`` when its part is finished (same identity and, with ``rehash``, bytes), else None."""
+    part = Path(shard.part)
     try:
         record = json.loads(part.with_suffix(".json").read_text())
     except (OSError, json.JSONDecodeError):
         return None
-    expected = {"source": job[0], "start": job[1], "end": job[2], "dtype": job[4], **job[6]}
-    if any(record.get(k) != v for k, v in expected.items()) or not part.is_file():
+    if any(record.get(k) != v for k, v in shard.identity().items()) or not part.is_file():
         return None
     if rehash and sha256_file(part) != record["sha256"]:
         return None
     return record
 
 
-def _tokenize_shard(job: tuple) -> None:
-    """Tokenize the documents in bytes [start, end) of a corpus split into ``part`` (each document's ids
-    and an EOT), then record it: the part is written to a temporary file, synced and moved in place
-    before its record, so a record always describes a whole part."""
-    source, start, end, part, dtype, batch_docs, made_from = job
-    tok, part = _WORKER_TOK, Path(part)
+def _tokenize_shard(shard: Shard) -> None:
+    """Tokenize the shard's documents into its part (each document's ids and an EOT), then record it: the
+    part is written to a temporary file, synced and moved in place before its record, so a record always
+    describes a whole part."""
+    tok, part = _WORKER_TOK, Path(shard.part)
     n_tokens = n_docs = 0
     tmp = part.with_name(f".{part.name}.tmp")
-    with open(source, "rb") as src, open(tmp, "wb") as f:
-        src.seek(start)
-        texts = (json.loads(line)["text"] for line in iter(lambda: src.readline() if src.tell() < end else b"", b""))
-        for batch in _batches(texts, batch_docs):
+    with open(tmp, "wb") as f:
+        texts = (d["text"] for d in read_documents(Path(shard.corpus_dir), shard.split, shard.span))
+        for batch in _batches(texts, shard.batch_docs):
             for ids in tok.encode_batch(batch):
-                f.write(np.array(ids + [tok.eot_id], dtype=dtype).tobytes())
+                f.write(np.array(ids + [tok.eot_id], dtype=shard.dtype).tobytes())
                 n_tokens += len(ids) + 1
             n_docs += len(batch)
         _sync(f)
     tmp.replace(part)
-    atomic_write_json(part.with_suffix(".json"), {"source": source, "start": start, "end": end, "dtype": dtype,
-                                                  **made_from, "n_tokens": n_tokens, "n_docs": n_docs,
+    atomic_write_json(part.with_suffix(".json"), {**shard.identity(), "n_tokens": n_tokens, "n_docs": n_docs,
                                                   "sha256": sha256_file(part)})
     global _FINISHED
     _FINISHED += 1

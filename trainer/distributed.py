@@ -21,9 +21,6 @@ from pathlib import Path
 import torch
 from torch import nn
 
-PARALLEL = ("ddp", "fsdp")
-
-
 def fsdp_problem(model_cls: type, cfg) -> str | None:
     """Why models of class ``model_cls`` with config ``cfg`` cannot train under FSDP, or None (checked
     from the class, so the profile check needs no model built)."""
@@ -43,12 +40,6 @@ def shard(model: nn.Module) -> nn.Module:
         fully_shard(unit)
     fully_shard(model)
     return model
-
-
-def is_sharded(model: nn.Module) -> bool:
-    from torch.distributed.fsdp import FSDPModule
-
-    return isinstance(model, FSDPModule)
 
 
 def local(value: torch.Tensor) -> torch.Tensor:

@@ -139,11 +139,11 @@ class Trainer:
         self._load_upstream(upstream)
         self.model.to(self.device)
         # train.parallel fsdp: sharded across the ranks (trainer.distributed); one process trains unsharded
-        self.sharded = self.world > 1 and self.t.get("parallel", "ddp") == "fsdp"
-        if self.t.get("parallel", "ddp") == "fsdp":
-            problem = fsdp_problem(type(self.model), self.model.cfg)
-            if problem:
-                raise ReproError(f"{run_cfg['id']}: {problem}")
+        fsdp = self.t.get("parallel", "ddp") == "fsdp"
+        problem = fsdp_problem(type(self.model), self.model.cfg) if fsdp else None
+        if problem:
+            raise ReproError(f"{run_cfg['id']}: {problem}")
+        self.sharded = fsdp and self.world > 1
         if self.sharded:
             shard(self.model)
         self.primary = self.model.loss_names(self.model.cfg)[0]  # what valid/loss measures

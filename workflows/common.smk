@@ -207,12 +207,19 @@ def folder_of_output(wildcards, output):
     return os.path.dirname(output[0])
 
 
-def check_launch(gpus, workflow):
+def resource_value(resource):
+    """A Snakemake resource's plain value (None for one computed per job, or unset)."""
+    if callable(getattr(resource, "_evaluator", None)):
+        return None
+    return getattr(resource, "value", resource)
+
+
+def check_launch(gpus):
     """A one-line error, before any job and in a dry run too, for a process count (``gpus``, the pretrain
     rule's gpu resource) that does not divide an experiment's global batch into micro-batches."""
     from trainer.train import world_size_problem
 
-    gpus = getattr(gpus, "value", gpus) if not callable(getattr(gpus, "_evaluator", None)) else None
+    gpus = resource_value(gpus)
     if isinstance(gpus, int) and gpus > 1:
         for exp_id, exp in EXPERIMENTS.items():
             problem = world_size_problem(exp["train"], gpus)
@@ -224,8 +231,7 @@ def check_gpus(workflow):
     """A one-line error, before the first job, for GPUs declared by the profile (resources: gpu=N) on a
     machine without CUDA that runs the jobs itself (with a cluster executor the login node may have none).
     Called from ``onstart`` (a dry run starts nothing), where the executor is known."""
-    declared = workflow.global_resources.get("gpu")
-    declared = getattr(declared, "value", declared)
+    declared = resource_value(workflow.global_resources.get("gpu"))
     if declared and workflow.local_exec:
         import torch
 

@@ -57,7 +57,7 @@ rule pretrain:
 # refused before any job runs (dry runs included) where it cannot split an experiment's global batch;
 # and, when the jobs start, where a profile declares GPUs (resources: gpu=N) that this machine, running
 # the jobs itself, does not have.
-check_launch(rules.pretrain.rule.resources["gpu"], workflow)
+check_launch(rules.pretrain.rule.resources["gpu"])
 
 
 onstart:

@@ -29,7 +29,7 @@ def test_a_killed_job_resumes_from_its_finished_shards(tiny_data, tmp_path, monk
     real, calls = tokenization._tokenize_shard, []
 
     def dies_on_the_fourth(job):
-        calls.append(job[3])
+        calls.append(job.part)
         if len(calls) == 4:
             raise KeyboardInterrupt  # as a kill: the job stops mid-way
         real(job)
@@ -44,10 +44,29 @@ def test_a_killed_job_resumes_from_its_finished_shards(tiny_data, tmp_path, monk
     record.write_text(json.dumps({**json.loads(record.read_text()), "tokenizer_sha256": "another"}))
     (tmp_path / "t" / PARTS / "train-00001.bin").write_bytes(b"damaged")
     calls.clear()
-    monkeypatch.setattr(tokenization, "_tokenize_shard", lambda job: (calls.append(job[3]), real(job)))
+    monkeypatch.setattr(tokenization, "_tokenize_shard", lambda job: (calls.append(job.part), real(job)))
     tokenize_corpus(tiny_data["corpus"], tok, tmp_path / "t", shard_docs=37)
     redone = {p.split("/")[-1] for p in calls}
     n_train = -(-400 // 37)  # 11 shards of the 400 training documents
     assert "train-00002.bin" not in redone and {"train-00000.bin", "train-00001.bin"} <= redone
     assert len(redone) == n_train - 1 + 2 + 2  # all but the one kept train shard, and valid / test (two each)
     assert _bins(tmp_path / "t") == _bins(tiny_data["tokens"])
+
+
+def test_a_malformed_document_is_one_line_naming_file_and_line_in_any_shard(tiny_data, tmp_path):
+    import shutil
+
+    from corpora.sources import CorpusError
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(tiny_data["corpus"], corpus)
+    lines = (corpus / "train.jsonl").read_text().splitlines()
+    lines[99] = "{not json"  # line 100: the third shard of 37 documents
+    (corpus / "train.jsonl").write_text("\n".join(lines) + "\n")
+    tok = load_tokenizer({"kind": "bpe"}, tiny_data["tokenizer"])
+    with pytest.raises(CorpusError, match=r"train\.jsonl:100: not valid JSON .*re-run 'corpus'"):
+        tokenize_corpus(corpus, tok, tmp_path / "tokens", shard_docs=37)
+    shutil.copy(tiny_data["corpus"] / "train.jsonl", corpus / "train.jsonl")
+    (corpus / "valid.jsonl").unlink()
+    with pytest.raises(CorpusError, match=r"valid\.jsonl: corpus split missing"):
+        tokenize_corpus(corpus, tok, tmp_path / "tokens2", shard_docs=10**9)
