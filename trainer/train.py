@@ -6,7 +6,8 @@ losses with ``train.loss_weights`` (default 1 each) and logs every term and metr
 DLCM's auxiliary losses need nothing here. AdamW with linear warm-up and cosine decay, gradient
 clipping and accumulation, bf16 autocast on CUDA, optional ``torch.compile``, DDP under
 ``torchrun`` (or FSDP, ``train.parallel: fsdp``: ``trainer.distributed``). Data order comes from ``trainer.data.WindowOrder`` (seed + manifest hash);
-checkpoints from ``trainer.checkpoint`` (atomic, resumed automatically).
+checkpoints from ``trainer.checkpoint`` (atomic, resumed automatically); what a person reads of a run
+(a line per log interval off a terminal, validation losses) from ``trainer.progress``.
 
 A non-finite loss or gradient norm stops the run *before* the optimizer step, naming the step and
 the loss term; the last good checkpoint stays on disk.
@@ -40,6 +41,7 @@ from trainer.distributed import fsdp_problem, full_weights, load_shards, local, 
 from trainer.data import (DataError, WindowOrder, data_binding, gather_windows, mask_source, open_split, order_key,
                           read_manifest, view)
 from trainer.metrics import MetricsLog, is_validation_step
+from trainer.progress import log_line, peak_flops, valid_line
 
 
 class TrainingLockError(ReproError, RuntimeError):
@@ -159,6 +161,7 @@ class Trainer:
             self.forward = torch.compile(self.forward)
         use_bf16 = self.device.type == "cuda" and self.t["precision"] in ("auto", "bf16")
         self.autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if use_bf16 else nullcontext
+        self.peak, self.peak_source = peak_flops(self.device, use_bf16, self.world)  # for the log lines' MFU
 
     def _load_upstream(self, upstream: Path | None) -> None:
         """A run built on another (``run_cfg["upstream"]``, NCM's generator on its tokenizer run): load
@@ -228,7 +231,7 @@ class Trainer:
         for name, message in getattr(self.model, "ALERTS", {}).items():
             if row.get(f"metric/{name}") and name not in self.alerted and self.rank == 0:
                 self.alerted.add(name)
-                tqdm.write(f"[{self.cfg['id']} seed {self.cfg['seed']}] warning at step {step}: {message}")
+                self._say(f"warning at step {step}: {message}")
 
     def _nonfinite(self, step: int, what: str) -> str:
         last = valid_checkpoints(self.run_dir / "ckpt")
@@ -276,6 +279,7 @@ class Trainer:
         self._say(f"{self.model.num_params() / 1e6:.2f}M non-embedding params | {tokens_per_step} tokens/step x "
                   f"{steps} steps = {tokens_per_step * steps / 1e6:.2f}M tokens | {self.flops_per_token / 1e6:.1f} "
                   f"MFLOP/token | epoch = {self.order.n_windows} windows" + (f" | resuming at step {start}" if start else ""))
+        self._say(f"MFU against {self.peak / 1e12:g} TFLOP/s ({self.peak_source})" if self.peak else self.peak_source)
         self.model.train()
         interactive = sys.stderr.isatty() and self.rank == 0  # a bar on a terminal, plain lines in a log file
         bar = tqdm(range(start, steps), initial=start, total=steps, disable=not interactive, mininterval=2,
@@ -292,11 +296,12 @@ class Trainer:
                 self._alert(row, done)
                 bar.set_postfix(loss=f"{row['loss']:.3f}", tok_s=f"{rate:.0f}")
                 if not interactive:
-                    self._say(f"step {done}/{steps} | loss {row['loss']:.4f} | lr {row['lr']:.2e} | {rate:.0f} tok/s")
+                    self._say(log_line(row, steps, tokens_per_step, self.flops_per_token, self.peak))
                 logged, t0 = done, time.perf_counter()
             if is_validation_step(done, self.t):
-                self.log.append({"split": "valid", "step": done, "tokens": done * tokens_per_step,
-                                 "valid/loss": self.valid_loss()})
+                loss = self.valid_loss()
+                self.log.append({"split": "valid", "step": done, "tokens": done * tokens_per_step, "valid/loss": loss})
+                self._say(valid_line(done, steps, loss, self.primary))
             if self.t.get("snapshot_interval") and done % self.t["snapshot_interval"] == 0 and done < steps:
                 weights = self.weights()
                 if self.rank == 0:
@@ -332,8 +337,10 @@ class Trainer:
         self._lock_handle = handle
 
     def _say(self, message: str) -> None:
+        """Print ``message`` on stdout (rank 0), above the progress bar when there is one."""
         if self.rank == 0:
-            print(f"[{self.cfg['id']} seed {self.cfg['seed']}] {message}", flush=True)
+            tqdm.write(f"[{self.cfg['id']} seed {self.cfg['seed']}] {message}", file=sys.stdout)
+            sys.stdout.flush()
 
     def resume(self) -> tuple[int, str]:
         """(step, training log through it) of the newest checkpoint bound to this run; (0, "") when
