@@ -1,7 +1,10 @@
 """Pair verdicts (agrees / differs / inconclusive against the Welch standard error), Kendall tau as a summary."""
 import math
+from itertools import combinations
 
+import numpy as np
 import pytest
+from scipy import stats
 
 from tables.ordering import SE_FACTOR, Estimate, compare_order, estimate, kendall_tau_b
 
@@ -69,6 +72,56 @@ def test_tau_b_with_ties_matches_the_textbook_value():
     # x = (1, 2, 2, 3), y = (1, 3, 2, 4): 5 concordant, 0 discordant, one tie in x -> 5 / sqrt(5 * 6)
     assert kendall_tau_b([1, 2, 2, 3], [1, 3, 2, 4]) == pytest.approx(5 / 30 ** 0.5)
     assert kendall_tau_b([1, 1], [1, 2]) is None
+
+
+def random_columns(rng, n, ties):
+    """Two columns of n values: small integers (many ties) or continuous normals (none)."""
+    if ties:
+        return rng.integers(0, 3, n).astype(float).tolist(), rng.integers(0, 3, n).astype(float).tolist()
+    return rng.normal(size=n).tolist(), rng.normal(size=n).tolist()
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_tau_b_equals_scipy_on_random_columns(ties):
+    rng = np.random.default_rng(15 + ties)
+    for _ in range(300):
+        xs, ys = random_columns(rng, int(rng.integers(2, 12)), ties)
+        theirs = stats.kendalltau(xs, ys, variant="b").statistic
+        ours = kendall_tau_b(xs, ys)
+        assert (ours is None) if math.isnan(theirs) else ours == pytest.approx(theirs, abs=1e-12), (xs, ys)
+
+
+def sign_correlation_tau_b(xs, ys, groups):
+    """Tau-b over the ordered pairs (i, j), i != j, of one group, as Daniels' correlation of the sign matrices
+    a_ij = sgn(x_i - x_j), b_ij = sgn(y_i - y_j): sum a b / sqrt(sum a^2 * sum b^2); None when a side is constant."""
+    x, y, g = np.asarray(xs), np.asarray(ys), np.asarray(groups)
+    same = (g[:, None] == g[None, :]) & ~np.eye(len(g), dtype=bool)
+    a, b = np.sign(x[:, None] - x[None, :]) * same, np.sign(y[:, None] - y[None, :]) * same
+    denominator = math.sqrt((a * a).sum() * (b * b).sum())
+    return float((a * b).sum() / denominator) if denominator else None
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_tau_b_within_groups_equals_its_brute_force_definition(ties):
+    rng = np.random.default_rng(150 + ties)
+    for _ in range(300):
+        n = int(rng.integers(2, 12))
+        xs, ys = random_columns(rng, n, ties)
+        groups = rng.integers(0, 3, n).tolist()
+        rows = [f"r{k}" for k in range(n)]
+        order = compare_order("c", dict(zip(rows, zip(xs, ys))), groups=dict(zip(rows, groups)))
+        expected = sign_correlation_tau_b(xs, ys, groups)
+        assert (order.tau is None) if expected is None else order.tau == pytest.approx(expected, abs=1e-12), \
+            (xs, ys, groups)
+
+
+def test_one_group_of_comparable_pairs_is_scipy_on_that_group():
+    rng = np.random.default_rng(1515)
+    xs, ys = random_columns(rng, 9, ties=True)
+    members = [0, 2, 3, 5, 8]
+    comparable = list(combinations(members, 2))
+    expected = stats.kendalltau([xs[k] for k in members], [ys[k] for k in members], variant="b").statistic
+    assert kendall_tau_b(xs, ys, comparable) == pytest.approx(expected, abs=1e-12)
 
 
 def test_a_proxy_column_is_labelled_and_not_agreement():
