@@ -18,6 +18,10 @@ if not config:
     configfile: os.path.join(workflow.basedir, "config", "default.yaml")
 
 
+# `snakemake --report report.zip`: the report, tables, audit and figures, grouped by category.
+report: "workflows/report/workflow.rst"
+
+
 include: "workflows/common.smk"
 include: "workflows/data.smk"
 include: "workflows/pretrain.smk"

@@ -1,11 +1,12 @@
-"""One report per run: Markdown and a self-contained HTML page (issue 3, deliverable 4).
+"""One report per run: Markdown and a self-contained HTML page from the same blocks (issues 3 and 15).
 
-The report reads what ``python -m tables build`` wrote (``index.json``, the
-per-table JSON, ``audit.json``) and the result files: the findings generated
-from the tables first (``findings.py``), then the embedded foundation table,
-then training curves, then one section per paper with every table
-(printed | reproduced | verdict), its scatter figure, the figure analogues and
-the paper's audit.
+The report reads what ``python -m tables build`` wrote (``index.json``, each table's JSON, ``audit.json``)
+and the runs' logs. Its first screen answers "what did we reproduce?": per paper, every comparison with
+its verdict and a link to its evidence (``summary.py``). Then, per paper: each table in the paper's
+layout with printed and reproduced values side by side (what this profile leaves out collapsed into
+lines naming the profile that fills it), the pairs of rows that decide a verdict, the audit of the
+paper's arithmetic, and the figures, grouped per table: the compared arms' training curves on shared
+axes, the reproduced-against-reported scatter, and the paper's figure analogues.
 """
 from __future__ import annotations
 
@@ -19,23 +20,22 @@ from tables.results import Metric, Reproduced, load_results
 from tables.specs import load_specs
 
 from .codebook import codebook_usage
-from .curves import Curve, plot_curves, read_curves
+from .curves import Curve, plot_arms, read_curves
 from .document import Block, Bullets, Figure, Heading, Paragraph, Table, to_html, to_markdown
 from .figures import analogue, eval_sweep, load_figure_specs, metric_curve, scatter
-from .findings import PROXY_NOTE, collect
 from .iso_ppl import iso_ppl
 from .scaling_law import law_fit
+from .summary import anchor, load_tables, paper_summary, short_title
 
 TITLE = "Reproduction report: ConceptLM, NCM, DLCM"
 READING = [
-    "Reported: the number printed in the paper (— when not recovered; tables/MISSING.md says where to find it).",
-    "Recomputed and Check: the paper's own aggregate recomputed from its printed cells; material and rounding "
-    "mismatches are listed in the audit with their evidence.",
-    "Reproduced: mean ± std over the seeds found (n); Δ = reproduced − reported.",
-    "Verdict: our runs are at embedded scale, so absolute values are not expected to match. The verdict is about "
-    "order, pair by pair of rows: agrees, differs or inconclusive against the standard error of our difference "
-    "(seeds of both rows; one seed is never enough). Kendall τ per column is a summary. A column marked proxy is "
-    "judged through a different column of ours and counts as neither agreement nor disagreement.",
+    "Our runs are at embedded scale: absolute values are not expected to match the papers, so a verdict is about "
+    "order, pair by pair of rows within a row group: agrees, differs or inconclusive against the standard error of "
+    "our difference (seeds of both rows; one seed is never enough). A proxy orders the paper's column against a "
+    "different column of ours and counts as neither agreement nor disagreement.",
+    "Tables read printed → ours (mean over the seeds column's n, ± std where n > 1); ⚠ marks a printed value the "
+    "audit finds inconsistent with the paper's own cells (recomputed value in brackets). Every cell, with Δ and "
+    "checks, is in the tables folder (<paper>/<table>.md, .csv, .tex).",
 ]
 
 
@@ -44,6 +44,7 @@ class _Figures:
 
     def __init__(self, out: Path):
         self.out = out
+        (out / "figures").mkdir(parents=True, exist_ok=True)  # a declared output, figures or none
 
     def block(self, name: str, png: bytes | None, caption: str) -> Block:
         if png is None:
@@ -52,20 +53,25 @@ class _Figures:
         return Figure(f"figures/{name}.png", png, caption)
 
 
-def _table_blocks(table: dict, figures: _Figures, level: int) -> list[Block]:
-    blocks: list[Block] = [Heading(level, table["title"]),
-                           Paragraph(table["where"] + (f". {table['caption']}" if table["caption"] else "")),
-                           Paragraph(f"{table['printed']['title']}:"),
-                           Table(table["printed"]["header"], table["printed"]["rows"])]
-    records = table["records"]
-    mapped = any(record["verdict"] for record in records)
-    if table["cells"]["rows"] and (mapped or any(record["check"] in ("material", "rounding") for record in records)):
-        blocks += [Paragraph("Reported, recomputed and reproduced:"), Table(table["cells"]["header"], table["cells"]["rows"])]
+def _table_blocks(table: dict, level: int) -> list[Block]:
+    """A table as the paper lays it out, printed → ours, what is left out in one line each; the pairs
+    that decide a verdict (the inconclusive ones are counted, and listed in the table's Markdown)."""
+    shown = table["layout"]
+    where = table["where"] + (f". {table['caption']}" if table["caption"] else "")
+    blocks: list[Block] = [Heading(level, table["title"], anchor(table["paper"], table["table"])), Paragraph(where)]
+    if shown["status"] == "not run":
+        return blocks + [Paragraph(f"Nothing reproduced at this profile ({shown['fill']}); printed values: "
+                                   f"{table['paper']}/{table['table']}.md in the tables folder.")]
+    blocks.append(Table(shown["header"], shown["rows"]))
+    if shown["collapsed"]:
+        blocks.append(Bullets(shown["collapsed"]))
     if table["ordering"]:
-        blocks += [Bullets(table["ordering"]), Paragraph("Pairs of rows (reproduced difference against the paper's):"),
-                   Table(table["pairs"]["header"], table["pairs"]["rows"])]
-    if mapped and any(record["decimals"] != "" for record in records):
-        blocks.append(figures.block(f"scatter_{table['paper']}_{table['table']}", *scatter(table)))
+        blocks.append(Bullets(table["ordering"]))
+    decisive = [row for row, record in zip(table["pairs"]["rows"], table["order_pairs"])
+                if record["outcome"] in ("agrees", "differs")]
+    if decisive:
+        blocks += [Paragraph("Pairs that decide a verdict (reproduced difference against the paper's):"),
+                   Table(table["pairs"]["header"], decisive)]
     return blocks
 
 
@@ -105,40 +111,82 @@ def _analogue_blocks(spec: dict, runs: Path, results: dict[Metric, Reproduced], 
     return [figures.block(spec["id"], *analogue(spec, results))]
 
 
-def _curve_blocks(runs: Path, curves: dict[str, list[Curve]], figures: _Figures) -> list[Block]:
-    blocks: list[Block] = [Heading(2, "Training curves")]
-    if not curves:
-        return blocks + [Paragraph(f"No training logs found under {runs}/*/seed*/train/metrics.jsonl.")]
-    for experiment, seeds in curves.items():
-        if not any(curve.train or curve.valid for curve in seeds):
-            blocks.append(Paragraph(f"{experiment}: the training log has no readable rows."))
+def _curves_of(arms: list[dict], curves: dict[str, list[Curve]]) -> dict[str, str]:
+    """experiment -> arm label, for the arms whose values came from a run with a training log."""
+    found = {}
+    for arm in arms:
+        experiment = next((name for name in arm["experiments"] if name in curves), None)
+        if experiment is not None:
+            found.setdefault(experiment, f"{arm['label']} ({experiment})")
+    return found
+
+
+def _figure_blocks(table: dict, curves: dict[str, list[Curve]], drawn: dict[tuple, str],
+                   figures: _Figures) -> list[Block]:
+    """A table's figures: one curve figure per row group (the arms it compares; an arm set drawn for an
+    earlier table is referred to, not drawn again), and the reproduced-against-reported scatter."""
+    blocks: list[Block] = []
+    groups: dict[str, list[dict]] = {}
+    for arm in table["layout"]["arms"]:
+        groups.setdefault(arm["group"], []).append(arm)
+    for group, arms in groups.items():
+        found = _curves_of(arms, curves)
+        if not found:
             continue
-        blocks.append(figures.block(f"curves_{experiment}", *plot_curves(experiment, seeds)))
+        key = tuple(found)
+        title = " · ".join(filter(None, [short_title(table["title"]), group]))
+        if key in drawn:
+            blocks.append(Paragraph(f"{title}: the same runs as {drawn[key]}, training curves drawn there."))
+            continue
+        drawn[key] = title
+        name = f"curves_{table['paper']}_{table['table']}_{len(drawn)}"
+        blocks.append(figures.block(name, *plot_arms(title, [(label, curves[run]) for run, label in found.items()])))
+    if any(record["decimals"] != "" and record["reproduced_mean"] != "" for record in table["records"]):
+        blocks.append(figures.block(f"scatter_{table['paper']}_{table['table']}", *scatter(table)))
     return blocks
 
 
-def _findings_blocks(tables: Path) -> list[Block]:
-    """The findings, generated from the tables: first in the report, before any table."""
-    findings = collect(tables)
-    if findings is None:
-        return []
-    blocks: list[Block] = [Heading(2, "Findings"), Paragraph(findings.lead)]
-    if findings.judged:
-        blocks.append(Bullets([finding.text for finding in findings.judged]))
-    else:
-        blocks.append(Paragraph("No pair of rows has both printed and reproduced values in two or more rows of a "
-                                "group yet."))
-    if findings.proxies:
-        blocks += [Paragraph(PROXY_NOTE), Bullets([finding.text for finding in findings.proxies])]
-    return blocks
+def _paper_blocks(paper: str, heading: str, tables: list[dict], context: dict, figures: _Figures) -> list[Block]:
+    blocks: list[Block] = [Heading(2, heading, paper)]
+    for table in tables:
+        blocks += _table_blocks(table, 3)
+    if context["audit"]:
+        blocks += _audit_blocks(context["audit"], paper)
+    figure_blocks: list[Block] = []
+    for table in tables:
+        figure_blocks += _figure_blocks(table, context["curves"], context["drawn"], figures)
+    for spec in (spec for spec in context["analogues"] if spec["paper"] == paper):
+        figure_blocks += [Heading(4, spec["title"]), *_analogue_blocks(
+            spec, context["runs"], context["results"], context["curves"], context["reported"].get(paper, {}), figures)]
+    return blocks + ([Heading(3, "Figures"), *figure_blocks] if figure_blocks else [])
+
+
+UNLISTED_PER_FIGURE = 6
+
+
+def _unlisted_blocks(context: dict, figures: _Figures) -> list[Block]:
+    """Training curves of the runs no table compares (a profile's own experiments), a few per figure."""
+    listed = {name for runs in context["drawn"] for name in runs}
+    rest = [name for name in context["curves"] if name not in listed]
+    blocks: list[Block] = []
+    for start in range(0, len(rest), UNLISTED_PER_FIGURE):
+        chunk = rest[start:start + UNLISTED_PER_FIGURE]
+        blocks.append(figures.block(f"curves_unlisted_{start // UNLISTED_PER_FIGURE + 1}", *plot_arms(
+            f"Runs in no table ({start + 1}–{start + len(chunk)} of {len(rest)})",
+            [(name, context["curves"][name]) for name in chunk])))
+    return [Heading(2, "Training curves of runs in no table"), *blocks] if blocks else []
+
+
+def _heading(index: dict, paper: str) -> str:
+    info = index["paper_info"].get(paper)
+    return f"{info['title']} (arXiv {info['arxiv']})" if info else "Embedded profile (our own tables)"
 
 
 def build_report(runs: Path, tables: Path, out: Path) -> list[Block]:
     """Write report.md, report.html and figures/*.png; return the blocks."""
     figures = _Figures(out)
     blocks: list[Block] = [Heading(1, TITLE), Paragraph(
-        f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from {runs} and {tables}."),
-        *_findings_blocks(tables), Bullets(READING)]
+        f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from {runs} and {tables}.")]
     index_path = tables / "index.json"
     if not index_path.exists():
         blocks.append(Paragraph(f"The tables were not built: {index_path} is missing. Run "
@@ -146,24 +194,24 @@ def build_report(runs: Path, tables: Path, out: Path) -> list[Block]:
         index = {"papers": [], "tables": [], "paper_info": {}}
     else:
         index = json.loads(index_path.read_text())
-    audit = json.loads((tables / "audit.json").read_text()) if (tables / "audit.json").exists() else None
-    results, curves = load_results(runs), read_curves(runs)
-    analogues = load_figure_specs()
-    reported = {paper.paper: paper.cells for paper in load_reported(load_specs()).values()}
-    for position, paper in enumerate(index["papers"]):
-        info = index["paper_info"].get(paper)
-        heading = f"{info['title']} (arXiv {info['arxiv']})" if info else "Embedded profile (our own tables)"
-        blocks.append(Heading(2, heading))
-        for entry in (entry for entry in index["tables"] if entry["paper"] == paper):
-            table = json.loads((tables / paper / f"{entry['table']}.json").read_text())
-            blocks += _table_blocks(table, figures, 3)
-        for spec in (spec for spec in analogues if spec["paper"] == paper):
-            blocks += [Heading(3, spec["title"]),
-                       *_analogue_blocks(spec, runs, results, curves, reported.get(paper, {}), figures)]
-        if audit:
-            blocks += _audit_blocks(audit, paper)
-        if position == 0:
-            blocks += _curve_blocks(runs, curves, figures)
+    built = {paper: load_tables(tables, index, paper) for paper in index["papers"]}
+    papers = [paper for paper in index["papers"] if paper in index["paper_info"]]
+    if papers:
+        blocks += [Heading(2, "What this profile reproduces"), Bullets(READING)]
+        for paper in papers:
+            blocks += [Heading(3, _heading(index, paper)),
+                       *paper_summary(built[paper])]
+    context = {"audit": json.loads((tables / "audit.json").read_text()) if (tables / "audit.json").exists() else None,
+               "runs": runs, "results": load_results(runs), "curves": read_curves(runs), "drawn": {},
+               "analogues": load_figure_specs(),
+               "reported": {paper.paper: paper.cells for paper in load_reported(load_specs()).values()}}
+    own = [paper for paper in index["papers"] if paper not in papers]
+    if own and papers:
+        blocks.append(Paragraph("Our own tables of the embedded runs (no reported numbers) come next, then one "
+                                "section per paper."))
+    for paper in index["papers"]:
+        blocks += _paper_blocks(paper, _heading(index, paper), built[paper], context, figures)
+    blocks += _unlisted_blocks(context, figures)
     write_atomic(out / "report.md", to_markdown(blocks))
     write_atomic(out / "report.html", to_html(blocks, TITLE))
     return blocks

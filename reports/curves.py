@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from textwrap import fill
 
 from tables.results import run_folders
 
@@ -53,24 +54,55 @@ def read_curves(runs: Path) -> dict[str, list[Curve]]:
     return curves
 
 
-def plot_curves(experiment: str, curves: list[Curve]) -> tuple[bytes, str]:
-    """Loss against tokens for every seed (train solid, components dashed, validation dots)."""
-    figure, axes = pyplot().subplots(figsize=(6.4, 3.6))
-    for index, curve in enumerate(curves):
-        colour = f"C{index}"
-        tokens = [row["tokens"] for row in curve.train]
-        axes.plot(tokens, [row["loss"] for row in curve.train], color=colour, label=f"seed {curve.seed} train")
-        components = sorted({key for row in curve.train for key in row if key.startswith("loss/")})
-        for style, key in zip(["--", ":", "-."] * 4, components):
-            points = [(row["tokens"], row[key]) for row in curve.train if key in row]
-            axes.plot(*zip(*points), style, color=colour, alpha=0.6, label=f"seed {curve.seed} {key}")
-        if curve.valid:
-            axes.plot([row["tokens"] for row in curve.valid], [row["valid/loss"] for row in curve.valid], "o",
-                      color=colour, label=f"seed {curve.seed} valid")
-    axes.set(xlabel="tokens", ylabel="loss", title=f"{experiment}: training curves")
-    axes.legend(fontsize=7, ncol=2)
-    skipped = sum(curve.skipped for curve in curves)
-    caption = f"{experiment}: loss against tokens, {len(curves)} seed(s)"
+MAIN_LOSSES = ("loss/ntp", "loss/nelbo")  # the next-token (or diffusion) loss every arm of a comparison shares
+
+
+def _main_key(curve: Curve) -> str:
+    keys = {key for row in curve.train for key in row}
+    return next((key for key in MAIN_LOSSES if key in keys), "loss")
+
+
+def _aux_keys(curve: Curve) -> list[str]:
+    keys = {key for row in curve.train for key in row if key.startswith("loss/")}
+    return sorted(keys - {_main_key(curve)})
+
+
+def _series(curve: Curve, key: str) -> tuple[list[float], list[float]]:
+    points = [(row["tokens"], row[key]) for row in curve.train if isinstance(row.get(key), (int, float))]
+    return ([x for x, _ in points], [y for _, y in points]) if points else ([], [])
+
+
+def plot_arms(title: str, arms: list[tuple[str, list[Curve]]]) -> tuple[bytes | None, str]:
+    """The compared arms of one row group on shared axes: each arm's main loss (train line, validation
+    dots; every seed, one colour per arm), and the auxiliary losses (NCP, VQ, ...) on their own
+    log-scaled axes beside it, so that a loss of 0.01 is not drawn flat on the NTP axis."""
+    drawn = [(label, curves) for label, curves in arms if any(curve.train or curve.valid for curve in curves)]
+    if not drawn:
+        return None, f"{title}: the training logs have no readable rows."
+    aux = any(_aux_keys(curve) for _, curves in drawn for curve in curves)
+    figure, axes = pyplot().subplots(1, 2 if aux else 1, figsize=(9.6 if aux else 6.4, 3.6), squeeze=False)
+    main = axes[0][0]
+    for index, (label, curves) in enumerate(drawn):
+        colour = f"C{index % 10}"
+        for seed, curve in enumerate(curves):
+            main.plot(*_series(curve, _main_key(curve)), color=colour, alpha=0.85, lw=1,
+                      label=f"{label} ({_main_key(curve).removeprefix('loss/')})" if seed == 0 else None)
+            main.plot([row["tokens"] for row in curve.valid], [row["valid/loss"] for row in curve.valid], "o",
+                      color=colour, ms=3, label=f"{label} valid" if seed == 0 and curve.valid else None)
+            if aux:
+                for style, key in zip(["-", "--", ":", "-."] * 4, _aux_keys(curve)):
+                    axes[0][1].plot(*_series(curve, key), style, color=colour, lw=1,
+                                    label=f"{label} {key.removeprefix('loss/')}" if seed == 0 else None)
+    main.set(xlabel="tokens", ylabel="loss")
+    main.legend(fontsize=7)
+    if aux:
+        axes[0][1].set(xlabel="tokens", ylabel="auxiliary loss", yscale="log")
+        axes[0][1].legend(fontsize=7)
+    figure.suptitle(fill(title, 90), fontsize=10)
+    skipped = sum(curve.skipped for _, curves in drawn for curve in curves)
+    seeds = ", ".join(f"{label} {len(curves)}" for label, curves in drawn)
+    caption = f"{title}: loss against tokens (seeds: {seeds})" + (
+        "; auxiliary losses on their own axis" if aux else "")
     if skipped:
         caption += f"; {skipped} unreadable log line(s) skipped"
     return png(figure), caption

@@ -14,6 +14,15 @@ from dataclasses import dataclass
 class Heading:
     level: int
     text: str
+    anchor: str = ""  # the target of Links "#anchor" (an id in HTML, an <a id> line in Markdown)
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link inside a paragraph's or a table cell's place: ``text`` pointing at ``href``."""
+
+    text: str
+    href: str
 
 
 @dataclass(frozen=True)
@@ -29,7 +38,7 @@ class Bullets:
 @dataclass(frozen=True)
 class Table:
     header: list[str]
-    rows: list[list[str]]
+    rows: list[list[str | Link]]
 
 
 @dataclass(frozen=True)
@@ -53,15 +62,22 @@ h1,h2,h3,h4{margin-top:1.8rem}
 """
 
 
-def _md_cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+def _md_cell(cell: str | Link) -> str:
+    text = f"[{cell.text}]({cell.href})" if isinstance(cell, Link) else str(cell)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _html_cell(cell: str | Link) -> str:
+    if isinstance(cell, Link):
+        return f"<a href=\"{html.escape(cell.href)}\">{html.escape(cell.text)}</a>"
+    return html.escape(str(cell))
 
 
 def to_markdown(blocks: list[Block]) -> str:
     lines: list[str] = []
     for block in blocks:
         if isinstance(block, Heading):
-            lines += ["#" * block.level + " " + block.text, ""]
+            lines += ([f'<a id="{block.anchor}"></a>', ""] if block.anchor else []) + ["#" * block.level + " " + block.text, ""]
         elif isinstance(block, Paragraph):
             lines += [block.text, ""]
         elif isinstance(block, Bullets):
@@ -79,14 +95,15 @@ def to_html(blocks: list[Block], title: str) -> str:
              f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"]
     for block in blocks:
         if isinstance(block, Heading):
-            parts.append(f"<h{block.level}>{html.escape(block.text)}</h{block.level}>")
+            anchor = f' id="{html.escape(block.anchor)}"' if block.anchor else ""
+            parts.append(f"<h{block.level}{anchor}>{html.escape(block.text)}</h{block.level}>")
         elif isinstance(block, Paragraph):
             parts.append(f"<p>{html.escape(block.text)}</p>")
         elif isinstance(block, Bullets):
             parts.append("<ul>" + "".join(f"<li>{html.escape(item)}</li>" for item in block.items) + "</ul>")
         elif isinstance(block, Table):
             head = "".join(f"<th>{html.escape(str(cell))}</th>" for cell in block.header)
-            body = "".join("<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in row) + "</tr>"
+            body = "".join("<tr>" + "".join(f"<td>{_html_cell(cell)}</td>" for cell in row) + "</tr>"
                            for row in block.rows)
             parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
         else:

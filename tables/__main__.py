@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from .build import build
+from .coverage import load_coverage
 from .publish import write_tables
 from .reported import REPORTED
 from .specs import SPECS
@@ -20,9 +21,11 @@ def main(argv: list[str] | None = None) -> int:
     command.add_argument("--out", type=Path, default=Path("results/tables"))
     command.add_argument("--specs", type=Path, default=SPECS, help="table specs (default: tables/specs)")
     command.add_argument("--reported", type=Path, default=REPORTED, help="reported numbers (default: tables/reported)")
+    command.add_argument("--coverage", type=Path, help="profiles.json of `python -m workflows.coverage`: which "
+                         "profile fills what this one does not reproduce")
     args = parser.parse_args(argv)
     try:
-        index = write_tables(build(args.results, args.specs, args.reported), args.out)
+        index = write_tables(build(args.results, args.specs, args.reported), args.out, load_coverage(args.coverage, args.results))
     except DataError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

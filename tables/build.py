@@ -81,7 +81,7 @@ class _Reproducer:
         if result_ref:
             found = next((self.results[metric] for metric in result_ref.metrics if metric in self.results), None)
             scaled = found and {seed: value * result_ref.scale for seed, value in found.per_seed.items()}
-            return True, Reproduced(scaled) if scaled else None
+            return True, Reproduced(scaled, found.experiments) if scaled else None
         mapped = False
         for check in self.formulas.get(ref, []):
             inputs = [self.get(input_ref) for input_ref in check.formula.refs]
@@ -94,7 +94,8 @@ class _Reproducer:
                     {input_ref: reproduced.per_seed[seed] for input_ref, (_, reproduced) in zip(check.formula.refs, inputs)}))
                     for seed in sorted(seeds)}
                 if per_seed:
-                    return True, Reproduced(per_seed)
+                    sources = dict.fromkeys(name for _, reproduced in inputs for name in reproduced.experiments)
+                    return True, Reproduced(per_seed, tuple(sources))
         return mapped, None
 
 

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from .audit import audit_json, audit_markdown, summary
 from .build import Build, TableView
+from .coverage import Coverage
 from .io import write_atomic, write_json
+from .layout import layout
 from .ordering import OUTCOMES, RULE, SE_FACTOR
 from .render import table_csv, table_json, table_latex, table_markdown, worst
 
@@ -48,15 +50,17 @@ def _pair_counts(view: TableView) -> dict[str, int]:
     return dict(counts)
 
 
-def write_tables(build: Build, out: Path) -> dict:
-    """Render and write everything; return the index."""
+def write_tables(build: Build, out: Path, coverage: Coverage = Coverage()) -> dict:
+    """Render and write everything; return the index. ``coverage`` names the profiles that fill what
+    this one does not reproduce."""
     entries = []
     for view in build.tables:
         stem = out / view.spec.paper / view.spec.table
         writes = [(".md", table_markdown(view)), (".csv", table_csv(view)), (".tex", table_latex(view))]
         files = [write_atomic(stem.with_suffix(suffix), text) for suffix, text in writes]
-        files.append(write_json(stem.with_suffix(".json"), table_json(view)))
-        entries.append(_table_entry(view, [str(path.relative_to(out)) for path in files]))
+        shown = layout(view, coverage)
+        files.append(write_json(stem.with_suffix(".json"), {**table_json(view), "layout": shown.json()}))
+        entries.append({**_table_entry(view, [str(path.relative_to(out)) for path in files]), "status": shown.status})
     write_atomic(out / "audit.md", audit_markdown(build))
     write_json(out / "audit.json", audit_json(build))
     verdicts = Counter()

@@ -22,9 +22,11 @@ _SEED = re.compile(r"^seed(\d+)$")
 
 @dataclass(frozen=True)
 class Reproduced:
-    """Mean and sample standard deviation over the seeds found (std is None for one seed)."""
+    """Mean and sample standard deviation over the seeds found (std is None for one seed), and the
+    experiments the values came from (for a value computed by a paper's formula, those of its inputs)."""
 
     per_seed: dict[int, float]
+    experiments: tuple[str, ...] = ()
 
     @property
     def n(self) -> int:
@@ -46,14 +48,14 @@ def run_folders(root: Path) -> list[Path]:
     """The run folders ``root/{experiment}/seed{k}`` to read: those of the profile, listed in
     ``root/index.json`` (written by the workflow's ``runs_index`` rule), so a run dropped from the
     profile is never read again; every folder found when there is no index (a hand-made folder)."""
-    return sorted(_listed(root))
+    return sorted(listed_runs(root))
 
 
 def first_seed_result(root: Path, experiment: str, eval_name: str) -> Path | None:
     """The result file ``eval_name`` of the lowest seed of ``experiment`` among the runs and evaluations to
-    read (``_listed``; seed 0 when it exists), for figures that read a result's details; None when there is none."""
+    read (``listed_runs``; seed 0 when it exists), for figures that read a result's details; None when there is none."""
     by_seed: dict[int, Path] = {}
-    for run, evals in _listed(root).items():
+    for run, evals in listed_runs(root).items():
         path = run / "eval" / f"{eval_name}.json"
         seed = run.name.removeprefix("seed")
         if run.parent.name == experiment and path.is_file() and seed.isdigit() and (evals is None or eval_name in evals):
@@ -61,7 +63,7 @@ def first_seed_result(root: Path, experiment: str, eval_name: str) -> Path | Non
     return by_seed[min(by_seed)] if by_seed else None
 
 
-def _listed(root: Path) -> dict[Path, list[str] | None]:
+def listed_runs(root: Path) -> dict[Path, list[str] | None]:
     """Run folder -> the evaluations to read (None: every one found)."""
     if not root.is_dir():
         return {}
@@ -80,7 +82,7 @@ def result_files(root: Path) -> list[Path]:
     """The result JSONs to read: the listed evaluations of the listed runs (an evaluation dropped from an
     experiment's ``evals`` is not read, though its old file stays on disk)."""
     files = []
-    for run, evals in sorted(_listed(root).items()):
+    for run, evals in sorted(listed_runs(root).items()):
         found = sorted(run.glob("eval/*.json"))
         files += found if evals is None else [path for path in found if path.stem in evals]
     return files
@@ -106,4 +108,4 @@ def load_results(root: Path) -> dict[Metric, Reproduced]:
         for key, value in result["metrics"].items():
             if value is not None and math.isfinite(value):
                 per_seed.setdefault((experiment, path.stem, key), {})[int(match[1])] = float(value)
-    return {ref: Reproduced(seeds) for ref, seeds in per_seed.items()}
+    return {ref: Reproduced(seeds, (ref[0],)) for ref, seeds in per_seed.items()}

@@ -83,6 +83,19 @@ def test_dag_produces_results_tables_and_report(workdir):
 
 
 @pytest.mark.slow
+def test_snakemake_report_holds_the_report_tables_audit_and_figures(workdir):
+    """``snakemake --report report.zip`` on the built DAG: the report()-annotated outputs are in it."""
+    import zipfile
+
+    run = snakemake(workdir, "--report", str(workdir / "report.zip"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    names = [Path(name).name for name in zipfile.ZipFile(workdir / "report.zip").namelist()]
+    assert {"report.html", "audit.md", "table01.csv", "foundation.csv", "curves_unlisted_1.png"} <= set(names)
+    figures = sorted(path.name for path in (workdir / "results/micro/report/figures").glob("*.png"))
+    assert figures and set(figures) <= set(names)  # every figure of the report, none left out
+
+
+@pytest.mark.slow
 def test_second_run_does_nothing(workdir):
     run = snakemake(workdir, "--cores", "2")
     assert run.returncode == 0

@@ -16,12 +16,38 @@ rule runs_index:
         WRITE_JSON
 
 
+# Every profile of config/ and this one: the tables name the profile that fills what this one leaves out.
+PROFILE_FILES = sorted({*map(str, Path(workflow.basedir, "config").glob("*.yaml")), str(Path(SOURCE).resolve())})
+TABLE_PAPERS = sorted(path.name for path in Path(workflow.basedir, "tables", "specs").iterdir() if path.is_dir())
+
+
+rule profiles_index:
+    input:
+        PROFILE_FILES,
+    output:
+        f"{OUT}/profiles.json",
+    params:
+        python=PYTHON,
+    log:
+        f"{OUT}/logs/profiles_index.log",
+    localrule: True
+    conda:
+        ENV
+    shell:
+        logged("{params.python} -m workflows.coverage --out {output} {input}")
+
+
 rule tables:
     input:
         eval_results(),
-        f"{RUNS}/index.json",
+        runs=f"{RUNS}/index.json",
+        profiles=f"{OUT}/profiles.json",
     output:
         f"{OUT}/tables/index.json",
+        report(f"{OUT}/tables/audit.md", caption="report/audit.rst", category="Audit"),
+        *[report(directory(f"{OUT}/tables/{paper}"), patterns=["{table}.csv"], caption="report/table.rst",
+                 category="Tables", subcategory=paper, labels={"paper": paper, "table": "{table}"})
+          for paper in TABLE_PAPERS],
     params:
         python=PYTHON,
     log:
@@ -29,7 +55,7 @@ rule tables:
     conda:
         ENV
     shell:
-        logged(f"{{params.python}} -m tables build --results {RUNS} --out {OUT}/tables")
+        logged(f"{{params.python}} -m tables build --results {RUNS} --out {OUT}/tables --coverage {{input.profiles}}")
 
 
 rule report:
@@ -37,7 +63,9 @@ rule report:
         f"{OUT}/tables/index.json",
     output:
         md=f"{OUT}/report/report.md",
-        html=f"{OUT}/report/report.html",
+        html=report(f"{OUT}/report/report.html", caption="report/report.rst", category="Report"),
+        figures=report(directory(f"{OUT}/report/figures"), patterns=["{name}.png"], caption="report/figure.rst",
+                       category="Figures", labels={"figure": "{name}"}),
     params:
         python=PYTHON,
     log:

@@ -20,18 +20,42 @@ def report(tmp_path_factory):
     return root / "report"
 
 
-def test_report_files_and_order(report):
+def test_first_screen_is_the_verdict_summary(report):
+    """Before any paper table: per paper, every judged comparison with its verdict and a link to its table."""
     text = (report / "report.md").read_text()
-    assert text.index("## Findings") < text.index("|")  # the findings come before any table
-    assert text.index("## Findings") < text.index("Embedded default:") < text.index("### ConceptLM Table 1")
-    assert text.index("### ConceptLM Table 1") < text.index("### NCM Table 1") < text.index("### DLCM Table 2")
-    assert "Kendall τ" in text and "order agrees vs ConceptLM; differs vs Base" in text
+    first_table = text.index("### ConceptLM Table 1")
+    summary = text[text.index("## What this profile reproduces"):first_table]
+    assert text.index("## What this profile reproduces") < text.index("Embedded default:") < first_table
+    assert "| Table 2 · Avg Acc · GPT-2 124M | mixed | 2 agree, 1 differs | [table](#conceptlm-table02) |" in summary
+    assert "| Table 1 · Avg PPL · GPT-2 124M | agrees | 3 agree | [table](#conceptlm-table01) |" in summary
+    assert "3 comparisons: 2 agree, 1 mixed." in summary
+    assert "Not reproduced at this profile: Table 3" in summary  # a table with nothing reproduced: one line
+    assert '<a id="conceptlm-table02"></a>' in text  # the link's target
+    page = (report / "report.html").read_text()
+    assert '<a href="#conceptlm-table02">table</a>' in page and 'id="conceptlm-table02"' in page
+
+
+def test_tables_side_by_side_with_the_rest_collapsed(report):
+    text = (report / "report.md").read_text()
+    table1 = text[text.index("### ConceptLM Table 1"):text.index("### ConceptLM Table 2")]
+    assert "| GPT-2 124M · PM | — → 30.2 ± 0.3 |" in table1  # printed → ours, spread for n > 1
+    assert "| 3 |" in table1  # the seeds column, no "(n=3)" in every cell
+    assert "(n=" not in table1 and "not reproduced |" not in table1
+    assert "GPT-2 1.5B · Base, PM, ContextLM, ConceptLM:" in table1  # the rows this profile leaves out, one line
+    assert "Pairs that decide a verdict" in table1 and "| Avg PPL | GPT-2 124M | Base − PM |" in table1
     assert "Audit of the paper's arithmetic" in text
-    assert "ConceptLM Table 2 · Avg Acc · GPT-2 124M: agrees 2 / differs 1 / inconclusive 0." in text
+    assert text.index("### ConceptLM Table 2") < text.index("### NCM Table 1") < text.index("### DLCM Table 2")
+
+
+def test_figures_grouped_per_table_and_embedded(report):
+    text = (report / "report.md").read_text()
     figures = {path.name for path in (report / "figures").glob("*.png")}
-    assert {"curves_base_gpt2_xs.png", "scatter_conceptlm_table02.png"} <= figures
+    assert {"scatter_conceptlm_table02.png", "curves_embedded_foundation_1.png"} <= figures
+    assert not any(name.startswith("curves_base_") for name in figures)  # no figure per experiment
+    assert "same runs as" in text  # an arm set drawn once, referred to after
     page = (report / "report.html").read_text()
     assert page.count("data:image/png;base64,") == len(figures) and 'src="figures/' not in page
+    assert all((report / "figures" / name).read_bytes()[25] == 3 for name in figures)  # indexed-colour PNGs
 
 
 def test_missing_results_are_stated(report):

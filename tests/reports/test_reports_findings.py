@@ -80,14 +80,18 @@ def test_a_number_not_in_the_table_is_caught(built):
     assert untraceable(finding.text.replace("ours -2 ±", "ours -2.5 ±"), table) == ["-2.5"]
 
 
-def test_the_report_shows_the_findings_first(built):
+def test_the_report_opens_with_the_known_verdicts(built):
+    """The summary of the known-answer case, before its table: one line per group, the reason of every
+    inconclusive pair, proxies marked and never counted as agreement."""
     assert reports_main(["build", "--results", str(built / "runs"), "--tables", str(built / "tables"),
                          "--out", str(built / "report")]) == 0
     text = (built / "report" / "report.md").read_text()
-    start = text.index("## Findings")
-    assert start < text.index("|") and start < text.index("### Hand Table 1")
-    assert text.index("Hand Table 1 · Train PPL · S: agrees 2 / differs 1 / inconclusive 0.") < text.index("Proxy comparisons:")
-    assert "(ours, a proxy): proxy: agrees" in text
+    summary = text[text.index("## What this profile reproduces"):text.index("### Hand Table 1")]
+    assert "| Table 1 · Train PPL · S | mixed | 2 agree, 1 differs | [table](#hand-t1) |" in summary
+    assert "| Table 1 · Train PPL · XS | inconclusive | 1 inconclusive (1 |d| ≤ 2·se) |" in summary.replace("\\|", "|")
+    assert "| Table 1 · Train PPL · M | inconclusive | 1 inconclusive (1 n=1) |" in summary
+    assert "| proxy: mixed | 2 same order, 1 opposite order |" in summary
+    assert "6 comparisons: 1 mixed, 2 inconclusive, 3 proxies (neither agreement nor disagreement)" in summary
 
 
 def test_cli_prints_and_rewrites_the_readme_block(built, capsys, tmp_path):

@@ -1,0 +1,62 @@
+"""Which profile runs what (issue 15): the tables say of every row, column or table that this profile does
+not reproduce which other profile does, instead of one "not reproduced" line per cell.
+
+``profiles.json`` (written by ``python -m workflows.coverage``) maps each profile file to its experiments
+and the evaluations each runs; a cell's result reference is filled by a profile that runs one of the
+reference's experiments with the reference's evaluation.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .results import listed_runs
+from .specs import ResultRef
+from .validation import DataError
+
+
+def _runs(runs: dict[str, list[str] | None], refs: list[ResultRef]) -> bool:
+    """Whether ``runs`` (experiment -> evaluations, None for all) runs one of ``refs``."""
+    return any(experiment in runs and (runs[experiment] is None or ref.eval in runs[experiment])
+               for ref in refs for experiment in ref.experiments)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """profile file -> experiment -> evaluations (empty when no ``profiles.json`` was given), and what
+    this profile runs (``current``: the runs index of the results folder)."""
+
+    profiles: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    current: dict[str, list[str] | None] = field(default_factory=dict)
+
+    def where(self, refs: list[ResultRef]) -> str:
+        """"small.yaml, paper-conceptlm-gpt2.yaml" (the profiles that run one of ``refs``), or why none is named."""
+        if not refs:
+            return "no experiment is mapped to it"
+        if _runs(self.current, refs):
+            return "this profile runs it but its results are missing: re-run snakemake"
+        if not self.profiles:
+            return "profiles not indexed"
+        names = [Path(profile).name for profile, runs in self.profiles.items() if _runs(runs, refs)]
+        return ", ".join(names) or "no profile runs it yet"
+
+
+def load_coverage(path: Path | None, results: Path) -> Coverage:
+    """The profiles of ``path`` (none when None) and the runs of ``results`` (its runs index)."""
+    current: dict[str, list[str] | None] = {}
+    for run, evals in listed_runs(results).items():
+        known = current.get(run.parent.name) or []
+        current[run.parent.name] = None if evals is None else sorted({*known, *evals})
+    if path is None:
+        return Coverage(current=current)
+    try:
+        data = json.loads(path.read_text())
+        profiles = {str(name): {str(exp): list(evals) for exp, evals in runs.items()}
+                    for name, runs in data["profiles"].items()}
+    except FileNotFoundError:
+        raise DataError(path, None, "(file)", "missing; write it with `python -m workflows.coverage --out "
+                        f"{path} config/*.yaml` or leave out --coverage") from None
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
+        raise DataError(path, None, "profiles", f"unreadable profile index ({error}); delete it and re-run") from None
+    return Coverage(profiles, current)
