@@ -11,6 +11,7 @@ axes, the reproduced-against-reported scatter, and the paper's figure analogues.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -146,40 +147,67 @@ def _figure_blocks(table: dict, curves: dict[str, list[Curve]], drawn: dict[tupl
     return blocks
 
 
-def _paper_blocks(paper: str, heading: str, tables: list[dict], context: dict, figures: _Figures) -> list[Block]:
+@dataclass
+class _Inputs:
+    """What every paper section reads besides its own tables."""
+
+    runs: Path
+    audit: dict | None
+    results: dict[Metric, Reproduced]
+    curves: dict[str, list[Curve]]
+    analogues: list[dict]
+    reported: dict[str, dict[tuple[str, str, str], ReportedCell]]
+    drawn: dict[tuple, str] = field(default_factory=dict)  # experiments of a curve figure -> where it is drawn
+
+
+def _paper_blocks(paper: str, heading: str, tables: list[dict], context: _Inputs, figures: _Figures) -> list[Block]:
     blocks: list[Block] = [Heading(2, heading, paper)]
     for table in tables:
         blocks += _table_blocks(table, 3)
-    if context["audit"]:
-        blocks += _audit_blocks(context["audit"], paper)
+    if context.audit:
+        blocks += _audit_blocks(context.audit, paper)
     figure_blocks: list[Block] = []
     for table in tables:
-        figure_blocks += _figure_blocks(table, context["curves"], context["drawn"], figures)
-    for spec in (spec for spec in context["analogues"] if spec["paper"] == paper):
+        figure_blocks += _figure_blocks(table, context.curves, context.drawn, figures)
+    for spec in (spec for spec in context.analogues if spec["paper"] == paper):
         figure_blocks += [Heading(4, spec["title"]), *_analogue_blocks(
-            spec, context["runs"], context["results"], context["curves"], context["reported"].get(paper, {}), figures)]
+            spec, context.runs, context.results, context.curves, context.reported.get(paper, {}), figures)]
     return blocks + ([Heading(3, "Figures"), *figure_blocks] if figure_blocks else [])
 
 
 UNLISTED_PER_FIGURE = 6
 
 
-def _unlisted_blocks(context: dict, figures: _Figures) -> list[Block]:
+def _unlisted_blocks(context: _Inputs, figures: _Figures) -> list[Block]:
     """Training curves of the runs no table compares (a profile's own experiments), a few per figure."""
-    listed = {name for runs in context["drawn"] for name in runs}
-    rest = [name for name in context["curves"] if name not in listed]
+    listed = {name for runs in context.drawn for name in runs}
+    rest = [name for name in context.curves if name not in listed]
     blocks: list[Block] = []
     for start in range(0, len(rest), UNLISTED_PER_FIGURE):
         chunk = rest[start:start + UNLISTED_PER_FIGURE]
         blocks.append(figures.block(f"curves_unlisted_{start // UNLISTED_PER_FIGURE + 1}", *plot_arms(
             f"Runs in no table ({start + 1}–{start + len(chunk)} of {len(rest)})",
-            [(name, context["curves"][name]) for name in chunk])))
+            [(name, context.curves[name]) for name in chunk])))
     return [Heading(2, "Training curves of runs in no table"), *blocks] if blocks else []
 
 
 def _heading(index: dict, paper: str) -> str:
     info = index["paper_info"].get(paper)
     return f"{info['title']} (arXiv {info['arxiv']})" if info else "Embedded profile (our own tables)"
+
+
+def _summary_blocks(index: dict, built: dict[str, list[dict]]) -> list[Block]:
+    """The first screen: the reading rule, then each paper's verdicts (``summary.py``)."""
+    papers = [paper for paper in index["papers"] if paper in index["paper_info"]]
+    if not papers:
+        return []
+    blocks: list[Block] = [Heading(2, "What this profile reproduces"), Bullets(READING)]
+    for paper in papers:
+        blocks += [Heading(3, _heading(index, paper)), *paper_summary(built[paper])]
+    if len(papers) < len(index["papers"]):
+        blocks.append(Paragraph("Our own tables of the embedded runs (no reported numbers) come next, then one "
+                                "section per paper."))
+    return blocks
 
 
 def build_report(runs: Path, tables: Path, out: Path) -> list[Block]:
@@ -195,20 +223,11 @@ def build_report(runs: Path, tables: Path, out: Path) -> list[Block]:
     else:
         index = json.loads(index_path.read_text())
     built = {paper: load_tables(tables, index, paper) for paper in index["papers"]}
-    papers = [paper for paper in index["papers"] if paper in index["paper_info"]]
-    if papers:
-        blocks += [Heading(2, "What this profile reproduces"), Bullets(READING)]
-        for paper in papers:
-            blocks += [Heading(3, _heading(index, paper)),
-                       *paper_summary(built[paper])]
-    context = {"audit": json.loads((tables / "audit.json").read_text()) if (tables / "audit.json").exists() else None,
-               "runs": runs, "results": load_results(runs), "curves": read_curves(runs), "drawn": {},
-               "analogues": load_figure_specs(),
-               "reported": {paper.paper: paper.cells for paper in load_reported(load_specs()).values()}}
-    own = [paper for paper in index["papers"] if paper not in papers]
-    if own and papers:
-        blocks.append(Paragraph("Our own tables of the embedded runs (no reported numbers) come next, then one "
-                                "section per paper."))
+    blocks += _summary_blocks(index, built)
+    audit = tables / "audit.json"
+    context = _Inputs(runs, json.loads(audit.read_text()) if audit.exists() else None, load_results(runs),
+                      read_curves(runs), load_figure_specs(),
+                      {paper.paper: paper.cells for paper in load_reported(load_specs()).values()})
     for paper in index["papers"]:
         blocks += _paper_blocks(paper, _heading(index, paper), built[paper], context, figures)
     blocks += _unlisted_blocks(context, figures)
