@@ -2,8 +2,9 @@
 
 * ``train_bpe``: byte-level BPE with HF ``tokenizers`` on the training split, vocabulary size per
   config, ``<|endoftext|>`` as the only special token (id 0).
-* ``load_tokenizer``: a trained ``tokenizer.json`` or, for full-scale profiles, a pretrained one by
-  name (``gpt2``, ``EleutherAI/gpt-neox-20b``) through ``transformers`` (needs the hub or its cache).
+* ``load_tokenizer``: a trained ``tokenizer.json`` or, for full-scale profiles, a pretrained one through
+  ``transformers``: from a local folder (a ``tokenizer.json``, or GPT-2's ``encoder.json`` + ``vocab.bpe``)
+  or by hub name (``gpt2``, ``EleutherAI/gpt-neox-20b``; needs the hub or its cache).
 * ``train_chars``: one token per character of a given alphabet (Sudoku's grids: ``0``-``9`` and the
   row separator ``|``, FMLM+'s 12-token vocabulary with ``<|endoftext|>`` as its BOS / EOS), written
   as a ``tokenizer.json`` like the BPE's.
@@ -21,6 +22,7 @@
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -95,16 +97,77 @@ def load_tokenizer(tokenizer_cfg: dict, path: Path | None = None) -> LoadedToken
             else _strict_chars(tok)
         return LoadedTokenizer(encode, tok.decode, tok.get_vocab_size(), tok.token_to_id(EOT), sha256_file(path),
                                (tokenizer_cfg, path))
+    tok, sha256 = pretrained_tokenizer(tokenizer_cfg["name"])
+    return LoadedTokenizer(lambda texts: tok(texts, add_special_tokens=False)["input_ids"], tok.decode,
+                           len(tok), tok.eos_token_id, sha256, (tokenizer_cfg, path))
+
+
+GPT2_FILES = ("encoder.json", "vocab.bpe")  # OpenAI's original GPT-2 BPE: the vocabulary and the merges
+
+
+def pretrained_tokenizer(name: str):
+    """``(transformers tokenizer, sha256)`` of ``tokenizer.name``: a local folder — a ``tokenizer.json``
+    (GPT-NeoX's, any saved HF tokenizer; its ``tokenizer_config.json`` read when present) or GPT-2's
+    ``encoder.json`` + ``vocab.bpe`` — hashed by its files, so an edited file is a new tokenizer; or a
+    hub name (``gpt2``, ``gpt-neox``, ``pythia`` or any id), which needs the hub or its cache."""
+    folder = Path(name).expanduser()
+    if folder.is_dir():
+        return _local_tokenizer(folder)
     from transformers import AutoTokenizer
 
-    name = PRETRAINED.get(tokenizer_cfg["name"], tokenizer_cfg["name"])
+    hub = PRETRAINED.get(name, name)
     try:
-        tok = AutoTokenizer.from_pretrained(name)
-    except OSError as e:
-        raise TokenizerError(f"tokenizer {name!r} is not available offline ({e}); download it once with network, "
-                             "or set tokenizer.name to a local folder") from e
-    return LoadedTokenizer(lambda texts: tok(texts, add_special_tokens=False)["input_ids"], tok.decode,
-                           len(tok), tok.eos_token_id, "pretrained:" + name, (tokenizer_cfg, path))
+        return AutoTokenizer.from_pretrained(hub), "pretrained:" + hub
+    except (OSError, ValueError) as e:
+        raise TokenizerError(f"tokenizer {hub!r} is not available offline ({str(e).splitlines()[0]}); download it "
+                             "once with network, or set tokenizer.name to a local folder (tokenizer.json, or "
+                             "encoder.json + vocab.bpe)") from None
+
+
+def _gpt2_bpe(folder: Path):
+    """GPT-2's byte-level BPE from OpenAI's files, set up as the hub's ``gpt2`` tokenizer.json is: byte-level
+    pre-tokenizer with GPT-2's regex and no prefix space, byte-level decoder, <|endoftext|> a special token."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+
+    tok = Tokenizer(models.BPE.from_file(str(folder / "encoder.json"), str(folder / "vocab.bpe")))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    tok.decoder = decoders.ByteLevel()
+    if tok.token_to_id(EOT) is None:
+        raise TokenizerError(f"tokenizer.name {str(folder)!r}: no end-of-text token ({EOT}) in encoder.json; "
+                             "documents need one to be separated")
+    tok.add_special_tokens([EOT])
+    return tok
+
+
+def _local_tokenizer(folder: Path):
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    files = {path.name for path in folder.iterdir()}
+    try:
+        if "tokenizer.json" in files:
+            used = ["tokenizer.json"] + [name for name in ("tokenizer_config.json", "special_tokens_map.json")
+                                         if name in files]
+            tok = (AutoTokenizer.from_pretrained(str(folder)) if "tokenizer_config.json" in files
+                   else PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), eos_token=EOT))
+        elif set(GPT2_FILES) <= files:
+            used = list(GPT2_FILES)
+            tok = PreTrainedTokenizerFast(tokenizer_object=_gpt2_bpe(folder), eos_token=EOT, bos_token=EOT, unk_token=EOT)
+        else:
+            missing = [name for name in GPT2_FILES if name not in files]
+            raise TokenizerError(f"tokenizer.name {str(folder)!r}: the folder has neither tokenizer.json nor "
+                                 f"encoder.json + vocab.bpe (missing {' and '.join(missing)}); add them or name "
+                                 "another folder")
+    except TokenizerError:
+        raise
+    except Exception as e:  # a truncated or foreign file (tokenizers raises a bare Exception)
+        raise TokenizerError(f"tokenizer.name {str(folder)!r}: unreadable tokenizer files "
+                             f"({str(e).splitlines()[0] if str(e) else type(e).__name__}); replace them") from None
+    if tok.eos_token is None or tok.eos_token not in tok.get_vocab():
+        raise TokenizerError(f"tokenizer.name {str(folder)!r}: no end-of-text token ({EOT}) in its vocabulary; "
+                             "documents need one to be separated")
+    digest = hashlib.sha256("".join(f"{name}:{sha256_file(folder / name)}\n" for name in used).encode())
+    return tok, "local:" + digest.hexdigest()
 
 
 def _write_splits(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, body, extra: dict | None = None) -> dict:

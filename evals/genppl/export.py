@@ -34,17 +34,16 @@ def _judge_tokenizer(tok_cfg: dict, tokenizer_path: Path, max_length: int):
     """The judge's ``transformers`` tokenizer: our BPE ``tokenizer.json`` wrapped (eos = pad =
     ``<|endoftext|>``), or the run's pretrained tokenizer itself (by name or folder, as the run loaded
     it; pad = its EOS)."""
-    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
     if tok_cfg["kind"] == "bpe":
         return PreTrainedTokenizerFast(tokenizer_file=str(tokenizer_path), bos_token=EOT, eos_token=EOT, pad_token=EOT,
                                        model_max_length=max_length)
-    from corpora.tokenization import PRETRAINED
+    from corpora.tokenization import pretrained_tokenizer
 
-    name = PRETRAINED.get(tok_cfg["name"], tok_cfg["name"])
-    hf_tok = AutoTokenizer.from_pretrained(name)
+    hf_tok, _ = pretrained_tokenizer(tok_cfg["name"])
     if hf_tok.eos_token is None:
-        raise GenPPLError(f"tokenizer {name!r} has no end-of-text token; a judge needs one (the EOS mask)")
+        raise GenPPLError(f"tokenizer {tok_cfg['name']!r} has no end-of-text token; a judge needs one (the EOS mask)")
     hf_tok.pad_token = hf_tok.pad_token or hf_tok.eos_token
     hf_tok.model_max_length = max_length
     return hf_tok
