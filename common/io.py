@@ -56,13 +56,13 @@ def atomic_write(path: str | Path, mode: str = "w"):
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the file the usual permissions
         _fsync(tmp)
         os.replace(tmp, path)
-        _fsync(path.parent)
     except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(e, OSError) and not isinstance(e, ReproError):
             hint = "the disk is full: free space and re-run" if e.errno == errno.ENOSPC else str(e)
             raise WriteError(e.errno, f"could not write {path}: {hint}; the previous file, if any, is intact") from e
         raise
+    _fsync(path.parent)  # the rename itself survives a crash
 
 
 def _fsync(path: str | Path) -> None:
