@@ -31,7 +31,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import torch  # noqa: E402
 
 from benchmarks.common import environment  # noqa: E402
-from common.io import atomic_write_json  # noqa: E402
+from common.io import atomic_write_json, atomic_write_text  # noqa: E402
 
 
 def build_setup(a, work: Path):
@@ -57,7 +57,7 @@ def build_setup(a, work: Path):
         bpe.train_from_iterator((d["text"] for d in generate_split(WorldConfig(train_docs=a.bpe_docs), "train", 0)),
                                 trainer=trainer)
         tok_path = work / "tokenizer.json"
-        tok_path.write_text(bpe.to_str())
+        atomic_write_text(tok_path, bpe.to_str())
         tok = load_tokenizer({"kind": "bpe"}, tok_path)
         torch.manual_seed(0)
         model = build_model({"arch": "gpt2", "d_model": a.d_model, "n_layer": a.layers, "n_head": a.heads},

@@ -1,8 +1,14 @@
-"""Atomic file writes and content hashes, used by every stage.
+"""Atomic file writes and content hashes: the one writer of every file the suite writes.
 
-Every artifact is written to a temporary file in the destination folder, flushed and fsync'd,
-then ``os.replace``d into place: a reader sees the old file or the new one, never half of one. A
-full disk surfaces as one clear error naming the file; the temporary file is removed.
+``atomic_write(path)`` is a context manager: the block writes a temporary file in the destination
+folder (a unique name, ``.<name>.<random>.tmp``); on leaving it the file is flushed and fsync'd, renamed
+over ``path`` with ``os.replace`` and the folder fsync'd, so a reader, or the machine after a crash,
+sees the old file or the new one, never half of one. An exception in the block removes the temporary
+file and leaves ``path`` as it was; a failed write (typically a full disk) is one ``WriteError`` naming
+the file. ``atomic_write_text`` / ``atomic_write_bytes`` / ``atomic_write_json`` (the suite's one JSON
+style) write a whole value through it; ``python -m common.io PATH`` writes its standard input through it
+(the Snakemake rules that write settings files). What may bypass it, and why, is listed in
+``tests/test_io.py`` (append-only logs, lock files, folders written by other libraries).
 """
 from __future__ import annotations
 
@@ -10,10 +16,14 @@ import errno
 import hashlib
 import json
 import os
+import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from common.errors import ReproError
+
+MODES = ("w", "wb")  # text (UTF-8, no newline translation) or binary
 
 
 def _current_umask() -> int:
@@ -29,29 +39,68 @@ class WriteError(ReproError, OSError):
     """Writing an artifact failed (typically: disk full); nothing was replaced."""
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+@contextmanager
+def atomic_write(path: str | Path, mode: str = "w"):
+    """``with atomic_write(path, mode) as f: f.write(...)``: ``f`` is the temporary file, open in ``mode``
+    ('w' text, 'wb' binary), renamed over ``path`` when the block ends without an exception. A library that
+    writes by file name (safetensors' ``save_file``) is handed ``f.name``; the file is synced by name."""
+    if mode not in MODES:
+        raise ValueError(f"atomic_write mode {mode!r}: use one of {list(MODES)}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
     try:
+        with open(tmp, mode, **({"encoding": "utf-8", "newline": ""} if mode == "w" else {})) as f:
+            yield f
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the file the usual permissions
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        _fsync(tmp)
         os.replace(tmp, path)
-    except OSError as e:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
-        hint = "the disk is full: free space and re-run" if e.errno == errno.ENOSPC else str(e)
-        raise WriteError(e.errno, f"could not write {path}: {hint}; the previous file, if any, is intact") from e
+        if isinstance(e, OSError) and not isinstance(e, ReproError):
+            hint = "the disk is full: free space and re-run" if e.errno == errno.ENOSPC else str(e)
+            raise WriteError(e.errno, f"could not write {path}: {hint}; the previous file, if any, is intact") from e
+        raise
+    _fsync(path.parent)  # the rename itself survives a crash
+
+
+def _fsync(path: str | Path) -> None:
+    """fsync the file or folder ``path`` (by name: a library may have replaced the file the block opened)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno != errno.EINVAL:  # a file system that cannot sync folders
+            raise
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    with atomic_write(path, "wb") as f:
+        f.write(data)
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    with atomic_write(path) as f:
+        f.write(text)
+
+
+def json_text(obj) -> str:
+    """The suite's one JSON style for files: keys sorted, indented by 2, a final newline."""
+    return json.dumps(obj, indent=2, sort_keys=True) + "\n"
 
 
 def atomic_write_json(path: str | Path, obj) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+    atomic_write_text(path, json_text(obj))
+
+
+def remove_debris(folder: str | Path, name: str = "*") -> None:
+    """Delete the temporary files that killed writes (a SIGKILL skips the clean-up) of the files ``name``
+    (a glob) in ``folder`` left behind."""
+    for tmp in Path(folder).glob(f".{name}.*.tmp"):
+        tmp.unlink(missing_ok=True)
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -69,3 +118,21 @@ def sha256_file(path: str | Path, chunk: int = 1 << 22) -> str:
 def config_hash(obj) -> str:
     """sha256 of the canonical JSON of a config (sorted keys, no whitespace)."""
     return sha256_bytes(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode())[:16]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m common.io PATH``: write standard input to PATH atomically, byte for byte."""
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m common.io PATH < data", file=sys.stderr)
+        return 2
+    try:
+        atomic_write_bytes(argv[0], sys.stdin.buffer.read())
+    except WriteError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

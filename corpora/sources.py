@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from common.errors import ReproError
-from common.io import atomic_write_json, sha256_file
+from common.io import atomic_write, atomic_write_json, remove_debris, sha256_file
 
 SPLITS = ("train", "valid", "test")
 
@@ -133,18 +133,16 @@ def write_corpus(corpus_cfg: dict, out_dir: Path) -> dict:
     splits = {}
     for split in SPLITS:
         path = out_dir / f"{split}.jsonl"
-        tmp = path.with_name(f".{path.name}.tmp")
+        remove_debris(out_dir, path.name)
         n_docs, logprobs = 0, []
-        with open(tmp, "w") as f:
+        with atomic_write(path) as f:
             for doc in docs[split]:
                 f.write(json.dumps(doc) + "\n")
                 n_docs += 1
                 logprobs.append(doc.get("logprob"))
+            if n_docs == 0:
+                raise CorpusError(f"corpus split {split!r} is empty; check the corpus size settings")
         oracle = None if None in logprobs else -math.fsum(logprobs)  # only the synthetic world knows it
-        if n_docs == 0:
-            tmp.unlink()
-            raise CorpusError(f"corpus split {split!r} is empty; check the corpus size settings")
-        tmp.replace(path)
         splits[split] = {"file": path.name, "n_docs": n_docs, "sha256": sha256_file(path), "oracle_nll": oracle}
     manifest = {"id": corpus_cfg["id"], "source": source, "splits": splits}
     atomic_write_json(out_dir / "manifest.json", manifest)

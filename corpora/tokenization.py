@@ -33,7 +33,7 @@ from typing import NamedTuple
 import numpy as np
 
 from common.errors import ReproError
-from common.io import atomic_write_json, atomic_write_text, sha256_file
+from common.io import atomic_write, atomic_write_json, atomic_write_text, remove_debris, sha256_file
 from corpora.sources import SPLITS, document_spans, read_documents
 
 EOT = "<|endoftext|>"
@@ -181,15 +181,9 @@ def _write_splits(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, body, e
     splits = {}
     for split in SPLITS:
         path = out_dir / f"{split}.bin"
-        tmp = path.with_name(f".{path.name}.tmp")
-        try:
-            with open(tmp, "wb") as f:
-                counts = body(f, split, dtype)
-                _sync(f)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        tmp.replace(path)
+        remove_debris(out_dir, path.name)
+        with atomic_write(path, "wb") as f:
+            counts = body(f, split, dtype)
         splits[split] = {"file": path.name, "dtype": np.dtype(dtype).name, **counts, "sha256": sha256_file(path),
                          "oracle_nll": corpus_manifest["splits"][split]["oracle_nll"]}
     manifest = {"tokenizer_sha256": tok.sha256, "vocab_size": tok.vocab_size, "eot_id": tok.eot_id,
@@ -313,16 +307,14 @@ def _tokenize_shard(shard: Shard) -> None:
     describes a whole part."""
     tok, part = _WORKER_TOK, Path(shard.part)
     n_tokens = n_docs = 0
-    tmp = part.with_name(f".{part.name}.tmp")
-    with open(tmp, "wb") as f:
+    remove_debris(part.parent, part.name)
+    with atomic_write(part, "wb") as f:
         texts = (d["text"] for d in read_documents(Path(shard.corpus_dir), shard.split, shard.span))
         for batch in _batches(texts, shard.batch_docs):
             for ids in tok.encode_batch(batch):
                 f.write(np.array(ids + [tok.eot_id], dtype=shard.dtype).tobytes())
                 n_tokens += len(ids) + 1
             n_docs += len(batch)
-        _sync(f)
-    tmp.replace(part)
     atomic_write_json(part.with_suffix(".json"), {**shard.identity(), "n_tokens": n_tokens, "n_docs": n_docs,
                                                   "sha256": sha256_file(part)})
     global _FINISHED
@@ -357,13 +349,6 @@ def tokenize_pairs(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, layout
 def _fit(ids: list[int], length: int, pad: int) -> list[int]:
     """``ids`` cut to ``length`` or padded with ``pad`` up to it."""
     return ids[:length] + [pad] * max(0, length - len(ids))
-
-
-def _sync(f) -> None:
-    import os
-
-    f.flush()
-    os.fsync(f.fileno())
 
 
 def _batches(items, size: int):

@@ -72,7 +72,7 @@ ContextLM (``models.contextlm``) is this model with a linear predictor and no co
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import torch
 from torch import nn
@@ -83,9 +83,7 @@ from models.quantizers import ProductVQ, codebook_usage
 from models.token_lm import (TokenLM, block_matmul_params, make_block, make_rotary, residual_init_depth,
                              token_lm_flops_per_token)
 
-CHOICES = {"predictor": ("codebook", "linear"), "code_transform": ("mlp", "linear"),
-           "coefficients": ("raw", "softmax"), "fusion": ("add", "norm_add", "norm_only"),
-           "ncp_reduction": ("mean", "norm"), "vq_segment_reduction": ("mean", "sum")}
+Predictor = Literal["codebook", "linear"]  # S heads x N coefficients over the codes (ConceptLM) | linear (ContextLM)
 
 
 @dataclass(frozen=True)
@@ -106,18 +104,22 @@ class ConceptOptions:
     insert_layer: int = 1                # encoder depth: Pythia/Llama first layer (§4.1, App. B.2)
     concept_layers: int = 2              # concept transformer depth (§4.1; Table 5 ablates 6, 10)
     concept_norm: bool = True            # final norm after the concept layers (Pythia code: yes; GPT-2, Llama code: no)
-    predictor: str = "codebook"          # codebook: S heads x N coefficients over codes (§2.3); linear: ContextLM
+    predictor: Predictor = "codebook"    # codebook: S heads x N coefficients over codes (§2.3); linear: ContextLM
     codebook_size: int = 64              # N codes per segment (§4.1; Table 16)
     n_segments: int | None = None        # S segments; None = n_head (§4.1; Table 17)
-    code_transform: str = "mlp"          # SimVQ 2-layer MLP + ReLU (§4.1, App. E.3; P, L code) | linear (G code)
-    coefficients: str = "raw"            # raw head outputs (code; §2.3 calls them probabilities and logits) | softmax
-    fusion: str = "add"                  # h + c_hat (Pythia 'rawadd') | norm_add: ln_f(h) + ln_f(c_hat) (GPT-2 code) | norm_only: ln_f(h) (diagnostic)
+    code_transform: Literal["mlp", "linear"] = "mlp"  # SimVQ 2-layer MLP + ReLU (§4.1, App. E.3; P, L code) |
+    #                                                    linear (G code)
+    coefficients: Literal["raw", "softmax"] = "raw"   # raw head outputs (code; §2.3 calls them probabilities and
+    #                                                    logits) | softmax
+    fusion: Literal["add", "norm_add", "norm_only"] = "add"  # h + c_hat (Pythia 'rawadd') | norm_add: ln_f(h) +
+    #                                                    ln_f(c_hat) (GPT-2 code) | norm_only: ln_f(h) (diagnostic)
     ncp: bool = True                     # compute the NCP loss (§3; Table 4 ablates it)
-    ncp_reduction: str = "mean"          # mean over all elements (code) | norm: ||.||^2 per chunk, mean (§3 formula)
+    ncp_reduction: Literal["mean", "norm"] = "mean"   # mean over all elements (code) | norm: ||.||^2 per chunk, mean
+    #                                                    (§3 formula)
     ncp_detach_target: bool = True       # stop-gradient on the NCP target (code; not in the §3 formula)
     vq: bool = True                      # compute the VQ loss (§3; Table 4 ablates it)
     vq_beta: float = 0.25                # commitment weight (not in the paper; library default)
-    vq_segment_reduction: str = "mean"   # over segments: mean (Pythia/Llama code) | sum (GPT-2 code)
+    vq_segment_reduction: Literal["mean", "sum"] = "mean"  # over segments: mean (Pythia/Llama code) | sum (GPT-2 code)
     vq_detach_input: bool = True         # quantise detached states (§3 text, Fig. 3, code) | attached (§3 formula)
 
     def __post_init__(self):
@@ -139,9 +141,6 @@ class ConceptOptions:
                              "choose S dividing d_model (default: n_head)")
         if self.codebook_size < 2:
             raise ValueError(f"model.codebook_size={self.codebook_size}: a codebook needs N >= 2 codes")
-        for key, allowed in CHOICES.items():
-            if getattr(self, key) not in allowed:
-                raise ValueError(f"model.{key}={getattr(self, key)!r}: use one of {list(allowed)}")
         if self.vq and self.predictor != "codebook":
             raise ValueError("model.vq=true needs model.predictor='codebook'; set vq: false for a linear predictor")
         if self.vq_beta < 0:

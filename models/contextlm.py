@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from models.conceptlm import ConceptOptions
+from models.conceptlm import ConceptOptions, Predictor
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class ContextOptions(ConceptOptions):
     # ConceptLM-GPT-2's insertion depth and fusion; the codebook fields of ConceptOptions are unused
     backbone_defaults: ClassVar[dict] = {"gpt2": {"insert_layer": 0, "fusion": "norm_add"}}
 
-    predictor: str = "linear"
+    predictor: Predictor = "linear"
     concept_norm: bool = False
     ncp: bool = False
     vq: bool = False

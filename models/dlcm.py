@@ -91,6 +91,7 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 import torch.distributed as dist
@@ -102,9 +103,6 @@ from models.kernels import Linear
 from models.losses import linear_cross_entropy
 from models.token_lm import TokenLM, token_lm_flops_per_token
 
-CHOICES = {"boundary_predictor": ("learned", "rule"), "smoothing": ("ema", "none"),
-           "decoder_attention": ("replicate", "mask"), "concept_weighting": ("count", "uniform"),
-           "parser": ("global", "sequence"), "cross_layers": ("first", "every"), "mup_bridge": ("fan_in", "module")}
 P_CLAMP = 1e-6      # p clamped to [P_CLAMP, 1 - P_CLAMP] before its logit (sharpening)
 EMA_CLAMP = 1e-4    # H-Net dc.py: the EMA's p clamped to [1e-4, 1 - 1e-4]
 
@@ -124,10 +122,12 @@ class DLCMOptions:
     #                                       matrices; sets the depth whose share is closest (overrides concept_layers)
     concept_mlp_hidden: int | None = None  # None = the backbone's MLP ratio at d_concept (Table 3 prints one 6144)
     decoder_layers: int | None = None     # None = round(6/16 n_layer), >= 1 (Table 3: 6 of 16); encoder = the rest
-    cross_layers: str = "first"           # first: one cross block opens the decoder (CN's Psi, written once) |
-    #                                       every: one before each decoder layer (ours; Table 3's cross MLP fits both)
+    cross_layers: Literal["first", "every"] = "first"  # first: one cross block opens the decoder (CN's Psi,
+    #                                       written once) | every: one before each decoder layer (ours; Table 3's
+    #                                       cross MLP fits both)
     # --- boundaries (CN "Boundary predictor", §3.3; rule-based §8.1) ---
-    boundary_predictor: str = "learned"   # learned: q/k cosine router (§3.3; H-Net dc.py) | rule: adjacent h (§8.1)
+    boundary_predictor: Literal["learned", "rule"] = "learned"  # learned: q/k cosine router (§3.3; H-Net dc.py) |
+    #                                       rule: adjacent h (§8.1)
     boundary_threshold: float = 0.5       # tau: b = [p >= tau] at inference (§3.3: 0.5); the rule's tau (unreported)
     boundary_temperature: float = 0.5     # alpha of the training Bernoulli (§3.3; unreported, MISSING: ours);
     #                                       0 = the threshold in training too (H-Net dc.py samples nothing)
@@ -135,27 +135,25 @@ class DLCMOptions:
     router_lm_gradient: bool = True       # the LM loss reaches p (STE gate, EMA; H-Net; S3's CE-gradient account) |
     #                                       false: p learns from L_aux alone (CN "decoupled from LM loss", §3.3)
     # --- concepts and decoder ---
-    smoothing: str = "ema"                # S(Z) (CN, S3; unspecified, MISSING): ema = H-Net's dechunk EMA | none
-    decoder_attention: str = "replicate"  # replicate: concepts copied to token positions + causal SDPA (CN Eq. 17) |
-    #                                       mask: explicit masked cross-attention over the concepts (the reference)
-    concept_weighting: str = "count"      # count: what replication computes (module docstring) |
+    smoothing: Literal["ema", "none"] = "ema"  # S(Z) (CN, S3; unspecified, MISSING): ema = H-Net's dechunk EMA | none
+    decoder_attention: Literal["replicate", "mask"] = "replicate"  # replicate: concepts copied to token positions +
+    #                                       causal SDPA (CN Eq. 17) | mask: explicit masked cross-attention over the
+    #                                       concepts (the reference)
+    concept_weighting: Literal["count", "uniform"] = "count"  # count: what replication computes (module docstring) |
     #                                       uniform: Psi's plain cross-attention (decoder_attention: mask only)
     # --- compression loss (CN "Global Parser", Eq. 10; Table 4) ---
     target_ratio: float = 4.0             # R tokens per concept (Table 4; §8.2 text says 2, INCONSISTENCIES #3)
     aux_weight: float = 0.03              # lambda (§3.6; unreported, MISSING): H-Net PR #13's 0.03 (NCM_DLCM §4.4)
-    parser: str = "global"                # global: F, G over the distributed, accumulated batch (Table 4 Global
-    #                                       Parser) | sequence: per sequence, averaged (Table 4 "Normal")
+    parser: Literal["global", "sequence"] = "global"  # global: F, G over the distributed, accumulated batch (Table 4
+    #                                       Global Parser) | sequence: per sequence, averaged (Table 4 "Normal")
     # --- decoupled muP (CN "Decoupled muP", §6.1) ---
     mup_base_width: int | None = None     # d_base (unreported, MISSING); None = no muP (s_token = s_concept = 1)
     mup_concept_lr_ratio: float = 1.0     # eta_base^concept / eta_base^token (§6.1.2: about 1 on the 87M proxy)
-    mup_bridge: str = "fan_in"            # group of W_up and cross K/V: fan_in (muP's Adam rule; ours) |
+    mup_bridge: Literal["fan_in", "module"] = "fan_in"  # group of W_up and cross K/V: fan_in (muP's Adam rule; ours) |
     #                                       module (by module, as §6.1 lists E, M, D)
 
     def __post_init__(self):
         super().__post_init__()
-        for key, allowed in CHOICES.items():
-            if getattr(self, key) not in allowed:
-                raise ValueError(f"model.{key}={getattr(self, key)!r}: use one of {list(allowed)}")
         if self.concept_width < 1 or self.concept_n_head < 1 or self.concept_width % self.concept_n_head:
             raise ValueError(f"model.d_concept={self.concept_width} is not divisible by model.concept_heads="
                              f"{self.concept_n_head}; choose concept heads dividing d_concept")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from models.fields import Activation, Norm, Positional
 from models.token_lm import TokenLMConfig
 
 
@@ -36,9 +37,9 @@ class LlamaConfig(TokenLMConfig):
       Only new parts (concept path, PM layers) ever start from it in §4.3; the rest is imported.
     """
     bias: bool = False
-    activation: str = "swiglu"
-    positional: str = "rotary"
+    activation: Activation = "swiglu"
+    positional: Positional = "rotary"
     rotary_pct: float = 1.0
-    norm: str = "rmsnorm"
+    norm: Norm = "rmsnorm"
     tie_embeddings: bool = False
     scale_residual_init: bool = False

@@ -48,25 +48,26 @@ import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import torch
 from torch import nn
 
 from models.blocks import KVCache, Segments, init_weights, make_norm
+from models.fields import check_keys
 from models.losses import weighted_linear_cross_entropy
 from models.ncm_tokenizer import (NCMTokenizer, NCMTokenizerConfig, NCMTransformerFields, block_flops,
                                   make_ncm_block)
 from models.token_lm import filter_logits as token_filter_logits
 from models.token_lm import sample_next
 
-ATTENTION = ("block_diagonal", "block_causal")
-
 
 @dataclass(frozen=True)
 class NCMConfig(NCMTransformerFields):
     """Arch ``ncm``: the generator's transformer (``NCMTransformerFields``) and the fields below."""
     tokenizer: dict | None = None       # the upstream ncm_tokenizer's model config (arch + fields); required
-    attention: str = "block_diagonal"   # block_diagonal (NCM App. F.2, Table 9) | block_causal (VAR; Table 9 ablation)
+    attention: Literal["block_diagonal", "block_causal"] = "block_diagonal"  # each scale sees itself (NCM App. F.2,
+    #                                     Table 9) | block_causal: itself and coarser scales (VAR; Table 9 ablation)
     perturb_rate: float = 0.1           # conditioning-code perturbation p (NCM App. F.3; rate UNKNOWN: ours)
     alpha: float = 0.0                  # loss weights w_k = l_k^-alpha / sum_j l_j^(1-alpha) (Eq. 10; ours: 0, VAR)
     prefix_len: int = 0                 # source tokens before the target window (conditional, Sec. 3.4); 0 = none
@@ -74,8 +75,6 @@ class NCMConfig(NCMTransformerFields):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.attention not in ATTENTION:
-            raise ValueError(f"model.attention={self.attention!r}: use one of {list(ATTENTION)}")
         if not 0.0 <= self.perturb_rate < 1.0:
             raise ValueError(f"model.perturb_rate={self.perturb_rate} is a probability: use a value in [0, 1)")
         if not 0 <= self.prefix_len < self.seq_len:
@@ -108,10 +107,7 @@ class NCMConfig(NCMTransformerFields):
                 raise ValueError(f"model.tokenizer.{key}={self.tokenizer[key]} but the generator's target window has "
                                  f"{key} {value} (model.seq_len - model.prefix_len for seq_len); point model.tokenizer "
                                  f"at a tokenizer run with {key} {value}")
-        known = {f.name for f in dataclasses.fields(NCMTokenizerConfig)}
-        unknown = sorted(set(fields) - known)
-        if unknown:
-            raise ValueError(f"model.tokenizer.{unknown[0]} is not a field of ncm_tokenizer models")
+        check_keys(NCMTokenizerConfig, fields, "ncm_tokenizer", "model.tokenizer", fixed=ours)
         try:
             return NCMTokenizerConfig(**fields, vocab_size=self.vocab_size, seq_len=self.target_len)
         except ValueError as e:

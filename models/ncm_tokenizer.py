@@ -79,18 +79,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from models.blocks import Block, init_weights, make_norm
+from models.fields import Activation, Norm, check_fields, check_transformer
 from models.losses import linear_cross_entropy
 
-SCHEDULES = ("exponential", "quadratic", "sqrt", "log", "linear")
-CHOICES = {"length_schedule": SCHEDULES, "down": ("area", "linear"), "up": ("linear", "nearest"),
-           "vq_scales": ("all", "last"), "activation": ("gelu_tanh", "gelu", "swiglu"),
-           "norm": ("layernorm", "rmsnorm")}
+Schedule = Literal["exponential", "quadratic", "sqrt", "log", "linear"]
+SCHEDULES = get_args(Schedule)
 DEFAULT_SCALES = 12  # K of NCM's TinyStories and LM1B runs (L 128; seed 002 §3)
 
 
@@ -128,17 +128,13 @@ class NCMTransformerFields:
     dropout: float = 0.0
     bias: bool = True
     norm_eps: float = 1e-5
-    activation: str = "gelu_tanh"
-    norm: str = "layernorm"
+    activation: Activation = "gelu_tanh"
+    norm: Norm = "layernorm"
     init_std: float = 0.02
 
     def __post_init__(self):
-        if self.d_model % self.n_head:
-            raise ValueError(f"model.d_model={self.d_model} is not divisible by model.n_head={self.n_head}; "
-                             "choose n_head dividing d_model")
-        for key in ("activation", "norm"):
-            if getattr(self, key) not in CHOICES[key]:
-                raise ValueError(f"model.{key}={getattr(self, key)!r}: use one of {list(CHOICES[key])}")
+        check_fields(self)
+        check_transformer(self)
 
 
 @dataclass(frozen=True)
@@ -149,14 +145,15 @@ class NCMTokenizerConfig(NCMTransformerFields):
     codebook_size: int = 4096           # codes per codebook |V_k| (VAR V 4096; NCM's UNKNOWN)
     shared_codebook: bool = False       # one codebook per scale (NCM notation e_{k,j}, |V_k|) | shared (VAR)
     n_scales: int | None = None         # K; None = len(scale_lengths), else 12 (NCM TinyStories / LM1B, seed 002 §3)
-    length_schedule: str = "exponential"  # l_k schedule (seed 002 §4.5: exponential best; see docstring)
+    length_schedule: Schedule = "exponential"  # l_k schedule (seed 002 §4.5: exponential best; see docstring)
     scale_lengths: tuple | None = None  # explicit l_1 < ... < l_K = L; overrides length_schedule
-    down: str = "area"                  # Down_k: area pooling (VAR) | linear interpolation
-    up: str = "linear"                  # R_k interpolation: linear (VAR's bicubic in 1-D) | nearest
+    down: Literal["area", "linear"] = "area"  # Down_k: area pooling (VAR) | linear interpolation
+    up: Literal["linear", "nearest"] = "linear"  # R_k interpolation: linear (VAR's bicubic in 1-D) | nearest
     phi_ratio: float = 0.5              # phi blend r: (1-r) h + r conv(h) (VAR quant_resi 0.5); 0 = no phi
     phi_share: int = 4                  # phi convs: 0 per scale | 1 shared | n partially shared (VAR 4)
     vq_beta: float = 0.25               # commitment weight beta (VAR vqvae.py 0.25; NCM's UNKNOWN)
-    vq_scales: str = "all"              # VQ loss on zhat^(j) for all j <= k, averaged (VAR) | last: zhat^(k) (Eq. 9)
+    vq_scales: Literal["all", "last"] = "all"  # VQ loss on zhat^(j) for all j <= k, averaged (VAR) | last: zhat^(k)
+    #                                            only (Eq. 9)
     nested_dropout: float = 1.0         # P(truncate a sequence to k ~ U{1..K} scales) (seed 002 §2.2: every step)
     tie_embeddings: bool = False        # decoder head tied to the encoder's token embedding (ours: untied)
     latent_norm: bool = True            # z = LayerNorm without affine of the code projection (ours) | raw (VAR)
@@ -166,9 +163,6 @@ class NCMTokenizerConfig(NCMTransformerFields):
 
     def __post_init__(self):
         super().__post_init__()
-        for key in ("length_schedule", "down", "up", "vq_scales"):
-            if getattr(self, key) not in CHOICES[key]:
-                raise ValueError(f"model.{key}={getattr(self, key)!r}: use one of {list(CHOICES[key])}")
         if self.scale_lengths is not None:
             ls = list(self.scale_lengths)
             if not ls or not all(isinstance(v, int) and not isinstance(v, bool) for v in ls):

@@ -27,6 +27,7 @@ from torch import nn
 from models.conceptlm import ConceptLM, ConceptOptions, concept_lm_flops_per_token
 from models.contextlm import ContextOptions
 from models.dlcm import DLCM, DLCMOptions, dlcm_flops_per_token
+from models.fields import check_keys, declared_types
 from models.llama import LlamaConfig
 from models.mdlm import MDLM, MDLMOptions, mdlm_flops_per_token
 from models.mtp import MTPLM, MTPOptions, mtp_flops_per_token
@@ -61,7 +62,7 @@ def family_config(options: type, backbone: str) -> type:
     options' fields, with the options' ``backbone_defaults[backbone]`` overriding their defaults."""
     defaults = getattr(options, "backbone_defaults", {}).get(backbone, {})
     name = f"{options.__name__.removesuffix('Options')}{backbone.capitalize()}Config"
-    fields = [(key, type(value), dataclasses.field(default=value)) for key, value in defaults.items()]
+    fields = [(key, declared_types(options)[key], dataclasses.field(default=value)) for key, value in defaults.items()]
     return dataclasses.make_dataclass(name, fields, bases=(options, BACKBONES[backbone]), frozen=True)
 
 
@@ -89,7 +90,7 @@ NON_CAUSAL: dict[str, ModelSpec] = {
 
 
 def get_spec(arch: str) -> ModelSpec:
-    spec = REGISTRY.get(arch) or NON_CAUSAL.get(arch)
+    spec = (REGISTRY.get(arch) or NON_CAUSAL.get(arch)) if isinstance(arch, str) else None
     if spec is None:
         raise ValueError(f"model.arch={arch!r} is not a registered model; choose one of "
                          f"{sorted(REGISTRY) + sorted(NON_CAUSAL)}")
@@ -98,13 +99,11 @@ def get_spec(arch: str) -> ModelSpec:
 
 def model_config(model_cfg: dict, **fixed):
     """The typed config of ``model_cfg`` (a dict with ``arch``), plus fields fixed by the data
-    (``vocab_size``, ``seq_len``). Unknown keys raise naming the key."""
+    (``vocab_size``, ``seq_len``). The config's fields are the model keys (``models.fields``): a key
+    that is no field, or one the data fixes, raises naming it."""
     fields = dict(model_cfg)
     spec = get_spec(fields.pop("arch"))
-    known = {f.name for f in dataclasses.fields(spec.config_cls)}
-    unknown = sorted(set(fields) - known)
-    if unknown:
-        raise ValueError(f"model.{unknown[0]} is not a field of {spec.name} models; known: {sorted(known)}")
+    check_keys(spec.config_cls, fields, spec.name, fixed=fixed)
     return spec, spec.config_cls(**fields, **fixed)
 
 

@@ -30,7 +30,11 @@ import torch
 from torch import nn
 
 from models.blocks import Block, KVCache, Rotary, init_weights, make_norm
+from models.fields import Activation, Norm, Positional, check_fields, check_transformer
 from models.losses import linear_cross_entropy
+
+
+ROPE_SCALING = ("rope_type", "factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
 
 
 @dataclass(frozen=True)
@@ -74,32 +78,35 @@ class TokenLMConfig:
     dropout: float = 0.0
     bias: bool = True
     norm_eps: float = 1e-5
-    activation: str = "gelu_tanh"      # gelu_tanh (GPT-2) | gelu (GPT-NeoX) | swiglu (Llama)
-    positional: str = "learned"        # learned (GPT-2) | rotary (GPT-NeoX, Llama)
+    activation: Activation = "gelu_tanh"  # gelu_tanh (GPT-2) | gelu (GPT-NeoX) | swiglu (Llama)
+    positional: Positional = "learned"  # learned (GPT-2) | rotary (GPT-NeoX, Llama)
     rotary_pct: float = 1.0
     rotary_base: float = 10000.0
     parallel_residual: bool = False
     tie_embeddings: bool = False       # untied, as the ConceptLM authors' GPT-2 code (see above); true = GPT-2's tie
     init_std: float = 0.02
     scale_residual_init: bool = True   # output projections x 1/sqrt(2 n_layer) at init (HF GPT-2) | none (NeoX, Llama)
-    norm: str = "layernorm"            # layernorm | rmsnorm (Llama)
+    norm: Norm = "layernorm"           # layernorm | rmsnorm (Llama)
     n_kv_head: int | None = None       # key/value heads (grouped-query attention); None = n_head
     mlp_hidden: int | None = None      # MLP width; None = mlp_ratio * d_model
     rope_scaling: dict | None = None   # Llama 3.1 rotary scaling, transformers' rope_parameters layout
 
     def __post_init__(self):
-        if self.d_model % self.n_head:
-            raise ValueError(f"model.d_model={self.d_model} is not divisible by model.n_head={self.n_head}; "
-                             "choose n_head dividing d_model")
-        if self.positional not in ("learned", "rotary"):
-            raise ValueError(f"model.positional={self.positional!r}: use 'learned' or 'rotary'")
-        if self.activation not in ("gelu_tanh", "gelu", "swiglu"):
-            raise ValueError(f"model.activation={self.activation!r}: use 'gelu_tanh', 'gelu' or 'swiglu'")
-        if self.norm not in ("layernorm", "rmsnorm"):
-            raise ValueError(f"model.norm={self.norm!r}: use 'layernorm' or 'rmsnorm'")
+        check_fields(self)
+        check_transformer(self)
+        if not 0 < self.rotary_pct <= 1:
+            raise ValueError(f"model.rotary_pct={self.rotary_pct}: use the rotated share of a head, in (0, 1]")
+        if self.rotary_base <= 0:
+            raise ValueError(f"model.rotary_base={self.rotary_base}: use a number > 0")
         if self.n_kv_head is not None and (self.n_kv_head < 1 or self.n_head % self.n_kv_head):
             raise ValueError(f"model.n_kv_head={self.n_kv_head} does not divide model.n_head={self.n_head}; "
                              "choose a divisor of n_head (n_head itself = no grouping)")
+        if self.mlp_hidden is not None and self.mlp_hidden < 1:
+            raise ValueError(f"model.mlp_hidden={self.mlp_hidden}: use a positive width (null = mlp_ratio * d_model)")
+        rope = self.rope_scaling
+        if rope is not None and (set(ROPE_SCALING) - set(rope) or rope["rope_type"] != "llama3"):
+            raise ValueError(f"model.rope_scaling={self.rope_scaling!r}: give rope_type llama3 and "
+                             f"{', '.join(ROPE_SCALING[1:])} (Llama 3.1's), or null")
 
 
 @dataclass(frozen=True)
@@ -122,8 +129,8 @@ class PythiaConfig(TokenLMConfig):
       used gpt-neox's ``small_init`` / ``wang_init``, which we do not reproduce; ``scale_residual_init:
       true`` gives GPT-2's 1/sqrt(2 n_layer).
     """
-    activation: str = "gelu"
-    positional: str = "rotary"
+    activation: Activation = "gelu"
+    positional: Positional = "rotary"
     rotary_pct: float = 0.25
     parallel_residual: bool = True
     tie_embeddings: bool = False

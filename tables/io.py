@@ -1,8 +1,7 @@
-"""Atomic file writes for tables and reports, through the suite's one implementation
+"""``write_atomic``, the name tables/ and reports/ write text or bytes by: the suite's one atomic writer
 (``common.io``: temporary file in the target folder, fsync, ``os.replace``, usual permissions)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from common.io import atomic_write_bytes
@@ -12,8 +11,3 @@ def write_atomic(path: Path, data: str | bytes) -> Path:
     """Write ``data`` to ``path`` so readers see the old file or the new one, never half of one."""
     atomic_write_bytes(path, data.encode() if isinstance(data, str) else data)
     return path
-
-
-def write_json(path: Path, data) -> Path:
-    """Atomic, stable JSON (sorted keys are not used: the order of lists and keys is meaningful)."""
-    return write_atomic(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")

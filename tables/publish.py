@@ -8,10 +8,12 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from common.io import atomic_write_json, json_text
+
 from .audit import audit_json, audit_markdown, summary
 from .build import Build, TableView
 from .coverage import Coverage
-from .io import write_atomic, write_json
+from .io import write_atomic
 from .layout import layout
 from .ordering import OUTCOMES, RULE, SE_FACTOR
 from .render import table_csv, table_json, table_latex, table_markdown, worst
@@ -56,13 +58,13 @@ def write_tables(build: Build, out: Path, coverage: Coverage = Coverage()) -> di
     entries = []
     for view in build.tables:
         stem = out / view.spec.paper / view.spec.table
-        writes = [(".md", table_markdown(view)), (".csv", table_csv(view)), (".tex", table_latex(view))]
-        files = [write_atomic(stem.with_suffix(suffix), text) for suffix, text in writes]
         shown = layout(view, coverage)
-        files.append(write_json(stem.with_suffix(".json"), {**table_json(view), "layout": shown.json()}))
+        writes = [(".md", table_markdown(view)), (".csv", table_csv(view)), (".tex", table_latex(view)),
+                  (".json", json_text({**table_json(view), "layout": shown.json()}))]
+        files = [write_atomic(stem.with_suffix(suffix), text) for suffix, text in writes]
         entries.append({**_table_entry(view, [str(path.relative_to(out)) for path in files]), "status": shown.status})
     write_atomic(out / "audit.md", audit_markdown(build))
-    write_json(out / "audit.json", audit_json(build))
+    atomic_write_json(out / "audit.json", audit_json(build))
     verdicts = Counter()
     for entry in entries:
         verdicts.update({f"cells_{key}": value for key, value in entry["cells"].items()})
@@ -73,5 +75,5 @@ def write_tables(build: Build, out: Path, coverage: Coverage = Coverage()) -> di
                        for paper in build.papers.values()},
         "reported_cells": {paper.paper: len(paper.cells) for paper in build.papers.values()},
         "flagged": summary(build), "verdicts": dict(verdicts), "order_rule": RULE, "se_factor": SE_FACTOR}
-    write_json(out / "index.json", index)
+    atomic_write_json(out / "index.json", index)
     return index

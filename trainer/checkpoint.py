@@ -41,7 +41,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from common.errors import ReproError
-from common.io import WriteError, atomic_write_json, atomic_write_text, sha256_file
+from common.io import WriteError, atomic_write, atomic_write_json, atomic_write_text, remove_debris, sha256_file
 
 MARKER = "COMPLETE"
 METRICS = "metrics.jsonl"
@@ -63,17 +63,15 @@ def weight_tensors(model: torch.nn.Module | dict) -> dict[str, torch.Tensor]:
     return out
 
 
+def write_tensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
+    """Write ``tensors`` to the safetensors file ``path`` atomically (``common.io.atomic_write``)."""
+    with atomic_write(path, "wb") as f:
+        save_file(tensors, f.name)
+
+
 def save_weights(model: torch.nn.Module | dict, path: Path) -> None:
-    """Write the model's weights (or a state dict of them) to ``path`` atomically (temporary file, then rename)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        save_file(weight_tensors(model), str(tmp))
-        os.replace(tmp, path)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        hint = "the disk is full: free space and re-run" if e.errno == errno.ENOSPC else str(e)
-        raise WriteError(e.errno, f"could not write {path}: {hint}") from e
+    """Write the model's weights (or a state dict of them) to ``path`` atomically."""
+    write_tensors(weight_tensors(model), path)
 
 
 def optimizer_tensors(opt: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], list]:
@@ -120,7 +118,7 @@ def save_checkpoint(ckpt_root: Path, step: int, model, opt, state: dict, keep: i
     try:
         save_weights(model, tmp / "model.safetensors")
         opt_tensors, groups = optimizer_tensors(opt)
-        save_file({**opt_tensors, **rng_tensors()}, str(tmp / "optimizer.safetensors"))
+        write_tensors({**opt_tensors, **rng_tensors()}, tmp / "optimizer.safetensors")
     except OSError as e:
         raise _write_error(e, tmp, ckpt_root / f"step-{step:06d}") from e
     return _commit(tmp, ckpt_root, step, {**state, "param_groups": groups}, keep, metrics)
@@ -139,7 +137,7 @@ def save_sharded_checkpoint(ckpt_root: Path, step: int, write_shards, state: dic
             (tmp / SHARDS).mkdir(parents=True)
         barrier()
         write_shards(tmp / SHARDS)
-        save_file(rng_tensors(), str(tmp / f"rng-{rank}.safetensors"))
+        write_tensors(rng_tensors(), tmp / f"rng-{rank}.safetensors")
     except OSError as e:  # the folder is shared: only rank 0 removes it (the next start clears debris too)
         raise _write_error(e, tmp if rank == 0 else None, ckpt_root / f"step-{step:06d}") from e
     barrier()
@@ -178,7 +176,7 @@ def _commit(tmp: Path, ckpt_root: Path, step: int, state: dict, keep: int, metri
         atomic_write_text(tmp / METRICS, metrics)
         files = {p.relative_to(tmp).as_posix(): sha256_file(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
         atomic_write_json(tmp / "state.json", {**state, "step": step, "sha256": files})
-        (tmp / MARKER).write_text("ok\n")
+        atomic_write_text(tmp / MARKER, "ok\n")
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
@@ -312,8 +310,7 @@ def prune_snapshots(root: Path, after_step: int) -> None:
     """Delete the snapshots of steps after ``after_step`` (0: all of them) and debris of killed writes."""
     if not Path(root).is_dir():
         return
-    for path in Path(root).glob(".step-*.tmp"):
-        path.unlink(missing_ok=True)
+    remove_debris(root, "step-*")
     for path in Path(root).glob(SNAPSHOT_GLOB):
         if snapshot_step(path) > after_step:
             path.unlink(missing_ok=True)

@@ -61,15 +61,18 @@ def learning_rate(step: int, t: dict) -> float:
     return floor + 0.5 * (t["lr"] - floor) * (1 + math.cos(math.pi * min(1.0, progress)))
 
 
-def world_size_problem(t: dict, world: int) -> str | None:
+def world_size_problem(t: dict, world: int = 1) -> str | None:
     """Why ``world`` processes cannot run the global batch of ``train`` settings ``t`` (each process takes
     micro-batches of ``micro_batch_size``, accumulated to ``batch_size`` in all), or None."""
-    if t["batch_size"] % (t["micro_batch_size"] * world):
+    if t["batch_size"] % (t["micro_batch_size"] * world) == 0:
+        return None
+    if t["batch_size"] % t["micro_batch_size"]:
         return (f"train.batch_size={t['batch_size']} is not a multiple of train.micro_batch_size="
-                f"{t['micro_batch_size']} x {world} processes; choose a process count (the gpu resource) that "
-                f"divides batch_size / micro_batch_size = {t['batch_size'] / t['micro_batch_size']:g}, or another "
-                "micro_batch_size")
-    return None
+                f"{t['micro_batch_size']}; make the micro-batch divide the batch")
+    return (f"train.batch_size={t['batch_size']} is not a multiple of train.micro_batch_size="
+            f"{t['micro_batch_size']} x {world} processes; choose a process count (the gpu resource) that "
+            f"divides batch_size / micro_batch_size = {t['batch_size'] // t['micro_batch_size']}, or another "
+            "micro_batch_size")
 
 
 def make_optimizer(model: torch.nn.Module, t: dict) -> torch.optim.AdamW:

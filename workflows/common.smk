@@ -186,9 +186,9 @@ def logged(command):
     """``command`` (which writes its console to {log}), showing the log's last lines on failure."""
     return f"{command} > {{log}} 2>&1 || {{{{ tail -n 5 {{log}} >&2; exit 1; }}}}"
 
-# Settings files are written by the shell (no Python start-up per job); a change of the resolved
-# settings changes the params and re-runs exactly the affected jobs.
-WRITE_JSON = "printf '%s\\n' {params.json:q} > {output}.tmp && mv {output}.tmp {output}"
+# Settings files: the params' JSON text, byte for byte, through the suite's atomic writer (common.io);
+# a change of the resolved settings changes the params and re-runs exactly the affected jobs.
+WRITE_JSON = f"printf '%s\\n' {{params.json:q}} | {PYTHON} -m common.io {{output}}"
 
 
 def folder_of_input(name, up=1):

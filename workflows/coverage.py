@@ -3,11 +3,10 @@ profile runs (tables/coverage.py reads it, so a table can say which profile fill
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from common.io import atomic_write_bytes
+from common.io import atomic_write_json
 
 from .experiments import ConfigError, load_profile, resolve, scaling_laws
 
@@ -41,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     data = coverage(sorted(set(args.profiles)))
     for path, error in data["skipped"].items():
         print(f"warning: {path} skipped: {error}", file=sys.stderr)
-    atomic_write_bytes(args.out, (json.dumps(data, indent=1) + "\n").encode())
+    atomic_write_json(args.out, data)
     print(f"wrote {args.out}: {len(data['profiles'])} profiles, {len(data['skipped'])} skipped")
     return 0
 

@@ -7,10 +7,11 @@ per listed value (``conceptlm_n{model.codebook_size}`` with ``sweep: {model.code
 A new size or ablation is therefore one entry in a profile, never new code. ``evals`` lists what is
 measured on the runs; it is not part of the run settings, so changing it never re-trains. A profile
 may ``extends:`` another (``with_parents``). Everything is checked before the DAG is built, in two
-layers: the JSON schema (``config/schemas/config.schema.yaml``: unknown keys, types, ranges) and
-semantic checks (known model, heads dividing width, batch divisible by micro-batch, chunk size dividing
-the sequence length, embedded tasks only on the synthetic world, codebook evals only on models with a
-codebook, synthetic-world fields). Every error is one line naming the key and the fix.
+layers: the JSON schema (``config/schemas/config.schema.yaml``: unknown keys, types, ranges of every
+section but ``model``) and semantic checks: the model settings by the arch's config dataclass alone
+(its fields are the model keys, with their types, choices and ranges: ``models.fields``), batch
+divisible by micro-batch, embedded tasks only on the synthetic world, codebook evals only on models with
+a codebook, synthetic-world fields. Every error is one line naming the key and the fix.
 """
 from __future__ import annotations
 
@@ -364,6 +365,7 @@ def _attach_upstream(exp: dict, resolved: dict, source: str, chain: tuple = ()) 
 
 def _check_semantics(config: dict, exp: dict) -> None:
     from models.registry import get_spec, model_config
+    from trainer.train import world_size_problem
 
     model, train = exp["model"], exp["train"]
     for key, value in _leaves({s: exp[s] for s in SECTIONS}):
@@ -382,10 +384,6 @@ def _check_semantics(config: dict, exp: dict) -> None:
     if unknown:
         raise ConfigError(f"train.loss_weights.{unknown[0]}: {model['arch']} has no loss {unknown[0]!r}; its losses are "
                           f"{', '.join(spec.build.loss_names(typed))}")
-    chunk = getattr(typed, "chunk_size", None)
-    if chunk is not None and model["seq_len"] % chunk:
-        raise ConfigError(f"model.chunk_size={chunk} does not divide model.seq_len={model['seq_len']}; "
-                          "choose a chunk size that divides the sequence length")
     if train.get("parallel") == "fsdp":
         from trainer.distributed import fsdp_problem
 
@@ -400,9 +398,9 @@ def _check_semantics(config: dict, exp: dict) -> None:
     if "codebook" in exp["evals"] and getattr(typed, "predictor", None) != "codebook":
         raise ConfigError(f"evals: codebook measures product-VQ usage, and model.arch={model['arch']} has no "
                           "codebook; drop 'codebook' from evals or use a conceptlm_* arch")
-    if train["batch_size"] % train["micro_batch_size"]:
-        raise ConfigError(f"train.batch_size={train['batch_size']} is not a multiple of train.micro_batch_size="
-                          f"{train['micro_batch_size']}; make the micro-batch divide the batch")
+    problem = world_size_problem(train)
+    if problem:
+        raise ConfigError(problem)
 
 
 def _check_evals(config: dict, exp: dict, spec, typed) -> None:
