@@ -10,8 +10,6 @@ rule runs_index:
     log:
         f"{OUT}/logs/runs_index.log",
     localrule: True
-    conda:
-        ENV
     shell:
         WRITE_JSON
 
@@ -26,8 +24,6 @@ rule tables:
         python=PYTHON,
     log:
         f"{OUT}/logs/tables.log",
-    conda:
-        ENV
     shell:
         logged(f"{{params.python}} -m tables build --results {RUNS} --out {OUT}/tables")
 
@@ -42,8 +38,6 @@ rule report:
         python=PYTHON,
     log:
         f"{OUT}/logs/report.log",
-    conda:
-        ENV
     shell:
         logged(
             f"{{params.python}} -m reports build --results {RUNS} --tables {OUT}/tables"
