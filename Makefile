@@ -5,6 +5,11 @@
 PYTHON     ?= python3
 VENV       ?= .venv
 TORCH_SPEC ?= torch==2.13.0
+# the versions installed, exported from the tested environment (`make constraints`); CONSTRAINTS= installs
+# without pins (the newest versions the floors in pyproject.toml admit)
+CONSTRAINTS ?= constraints.txt
+# a scratch venv with every declared dependency at its floor (`make floors`)
+FLOORS_VENV ?= build/floors-venv
 CORES      ?= 2
 PROFILE    ?= config/default.yaml
 BIN        := $(VENV)/bin
@@ -14,14 +19,37 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: reproduce test bench bench-gpu lint verify-local clean findings
+.PHONY: reproduce test bench bench-gpu lint verify-local clean findings constraints floors
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH_SPEC)
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) -e ".[test]"
 	touch $(STAMP)
+
+# constraints.txt from the venv as it is (after `make test` passed in it): every installed distribution but
+# this package, torch without its local build tag (so a CUDA build of the same version satisfies it).
+# To move to newer versions: rm -r .venv && make test CONSTRAINTS= && make constraints
+constraints:
+	test -x $(BIN)/python
+	{ echo "# pip freeze of the tested environment (make constraints); make installs with -c constraints.txt"; \
+	  $(BIN)/python -m pip freeze --exclude-editable | grep -v '^#' | sed -E 's/^(torch==[^+]+)\+.*/\1/'; } > constraints.txt.tmp
+	mv constraints.txt.tmp constraints.txt
+	touch $(STAMP)
+
+# every dependency of pyproject.toml ([project] and the test extra) pinned to its floor (">=X" -> "==X") in
+# a scratch venv, then the test suite in it: the check behind the floors
+floors:
+	test -x $(FLOORS_VENV)/bin/python || $(PYTHON) -m venv $(FLOORS_VENV)
+	$(FLOORS_VENV)/bin/python -m pip install --quiet $(TORCH_SPEC)
+	$(FLOORS_VENV)/bin/python -c 'import re, sys; text = open("pyproject.toml").read(); \
+	  project = text[text.index("[project]"):text.index("[tool.")]; \
+	  print("\n".join(f"{n}=={v}" for n, v in re.findall(r"\"([A-Za-z0-9._-]+)(?:\[[^]]*\])?>=([^\",;]+)\"", project)))' \
+	  > $(FLOORS_VENV)/floors.txt
+	$(FLOORS_VENV)/bin/python -m pip install --quiet -c $(FLOORS_VENV)/floors.txt -e ".[test]"
+	$(FLOORS_VENV)/bin/python -m pip check
+	$(FLOORS_VENV)/bin/python -m pytest -q -n $(CORES) --dist loadscope
 
 reproduce: $(STAMP)
 	$(BIN)/python -m workflows.experiments $(PROFILE)
@@ -51,7 +79,11 @@ verify-local: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/python -m workflows.experiments $(PROFILE)
-	$(BIN)/snakemake --lint --configfile $(PROFILE)
+	@# every lint but one: the rules declare no conda environment or container (they run this venv)
+	$(BIN)/snakemake --lint --configfile $(PROFILE) 2>&1 | $(BIN)/python -c 'import re, sys; out = sys.stdin.read(); \
+	  left = set(re.findall(r"^ +\* (.+?):$$", out, re.M)) - {"Specify a conda environment or container for each rule."}; \
+	  bad = bool(left) or not ("Lints for" in out or "Congratulations" in out); \
+	  print(out if bad else "lint: no lint but the accepted one (no conda environment or container)"); sys.exit(bad)'
 	$(BIN)/snakemake -n --configfile $(PROFILE)
 
 # the findings generated from results/tables (after make reproduce), printed and written into README.md

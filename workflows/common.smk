@@ -33,7 +33,6 @@ envvars:
 
 PYTHON = "$REPRO_PYTHON"
 CLI = f"{PYTHON} -m workflows.cli"
-ENV = "envs/repro.yaml"
 # The embedded default writes results/; any other profile results/<profile>/ (same layout inside), so
 # profiles that share experiment ids (config/small.yaml) never overwrite each other's runs.
 OUT = "results" if PROFILE["profile"] == "embedded" else f"results/{PROFILE['profile']}"

@@ -9,8 +9,6 @@ rule data_settings:
     log:
         f"{DS}/logs/settings.log",
     localrule: True
-    conda:
-        ENV
     shell:
         WRITE_JSON
 
@@ -28,8 +26,6 @@ rule corpus:
         f"{DS}/logs/corpus.log",
     benchmark:
         f"{DS}/logs/corpus.bench.tsv",
-    conda:
-        ENV
     shell:
         logged("{params.cli} corpus --settings {input.settings} --out {params.out}")
 
@@ -49,8 +45,6 @@ rule tokenizer:
         f"{DS}/logs/tokenizer.log",
     benchmark:
         f"{DS}/logs/tokenizer.bench.tsv",
-    conda:
-        ENV
     shell:
         logged("{params.cli} tokenizer --settings {input.settings} --corpus {params.corpus} --out {output}")
 
@@ -70,8 +64,6 @@ rule tokenize:
         f"{DS}/logs/tokenize.log",
     benchmark:
         f"{DS}/logs/tokenize.bench.tsv",
-    conda:
-        ENV
     shell:
         logged(
             "{params.cli} tokenize --settings {input.settings} --corpus {params.corpus}"
@@ -101,7 +93,5 @@ rule embedded_tasks:
         f"{DS}/logs/embedded_tasks.log",
     benchmark:
         f"{DS}/logs/embedded_tasks.bench.tsv",
-    conda:
-        ENV
     shell:
         logged("{params.python} -m evals.tasks.embedded --settings {input.settings} --out {params.out}")

@@ -25,8 +25,6 @@ rule evaluate_tokens:
     threads: 1
     resources:
         gpu=1,
-    conda:
-        ENV
     shell:
         logged(
             "{params.cli} eval-{wildcards.metric} --run-dir {params.run_dir} --tokens {params.tokens} --out {output}"
@@ -57,8 +55,6 @@ rule evaluate_boundaries:
     threads: 1
     resources:
         gpu=1,
-    conda:
-        ENV
     shell:
         logged(
             "{params.cli} eval-boundaries --run-dir {params.run_dir} --tokens {params.tokens}"
@@ -77,8 +73,6 @@ rule law_config:
     log:
         f"{RUNS}/{{law}}/seed0/logs/config.log",
     localrule: True
-    conda:
-        ENV
     shell:
         WRITE_JSON
 
@@ -95,8 +89,6 @@ rule fit_law:
         f"{RUNS}/{{law}}/seed0/logs/fit_law.log",
     benchmark:
         f"{RUNS}/{{law}}/seed0/logs/fit_law.bench.tsv",
-    conda:
-        ENV
     shell:
         logged("{params.cli} fit-law --settings {input.settings} --out {output}")
 
@@ -124,8 +116,6 @@ rule evaluate_harness:
     threads: 1
     resources:
         gpu=1,
-    conda:
-        ENV
     shell:
         logged(
             "{params.python} -m evals.harness --run-dir {params.run_dir} --tokenizer {input.tokenizer} --tasks {params.tasks}"
@@ -152,8 +142,6 @@ rule export_judge:
         f"{OUT}/logs/export_judge_{{judge}}.log",
     benchmark:
         f"{OUT}/logs/export_judge_{{judge}}.bench.tsv",
-    conda:
-        ENV
     shell:
         logged("{params.python} -m evals.genppl export-judge --run-dir {params.run_dir} --tokenizer {input.tokenizer} --out {output}")
 
@@ -183,8 +171,6 @@ rule evaluate_conditional:
     threads: 1
     resources:
         gpu=1,
-    conda:
-        ENV
     shell:
         logged(
             "{params.python} -m evals.conditional --run-dir {params.run_dir} --tokenizer {input.tokenizer}"
@@ -221,8 +207,6 @@ rule evaluate_genppl:
     threads: 1
     resources:
         gpu=1,
-    conda:
-        ENV
     shell:
         logged(
             "{params.python} -m evals.genppl evaluate --run-dir {params.run_dir} --tokenizer {input.tokenizer}"

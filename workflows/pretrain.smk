@@ -16,8 +16,6 @@ rule run_config:
     log:
         f"{RUN}/logs/config.log",
     localrule: True
-    conda:
-        ENV
     shell:
         WRITE_JSON
 
@@ -44,8 +42,6 @@ rule pretrain:
     threads: 1
     resources:
         gpu=1,
-    conda:
-        ENV
     shell:
         logged(
             "{params.cli} pretrain --config {input.config} --tokens {params.tokens} --tokenizer {input.tokenizer}"

@@ -10,8 +10,6 @@ rule runs_index:
     log:
         f"{OUT}/logs/runs_index.log",
     localrule: True
-    conda:
-        ENV
     shell:
         WRITE_JSON
 
@@ -52,8 +50,6 @@ rule tables:
         python=PYTHON,
     log:
         f"{OUT}/logs/tables.log",
-    conda:
-        ENV
     shell:
         logged(f"{{params.python}} -m tables build --results {RUNS} --out {OUT}/tables --coverage {{input.profiles}}")
 
@@ -70,8 +66,6 @@ rule report:
         python=PYTHON,
     log:
         f"{OUT}/logs/report.log",
-    conda:
-        ENV
     shell:
         logged(
             f"{{params.python}} -m reports build --results {RUNS} --tables {OUT}/tables"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from importlib import metadata
 from pathlib import Path
 
 import jsonschema
@@ -34,7 +35,7 @@ def test_result_json_is_complete_and_traceable(world_run, embedded_dir, tmp_path
         assert isinstance(m[key], float), key
     assert m["embedded_ppl/ppl"] == m["embedded_ppl/word_perplexity"]
     assert d["table_metrics"]["embedded_ppl/ppl"]["metric"] == "word_perplexity"
-    assert d["harness"]["lm_eval"] == "0.4.13" and d["harness"]["model_info"]["adapter"] == "concept-repro"
+    assert d["harness"]["lm_eval"] == metadata.version("lm-eval") and d["harness"]["model_info"]["adapter"] == "concept-repro"
     assert d["limit"] == 6 and d["seeds"]["fewshot_random_seed"] == 1234 and d["batch_size"] == 8
     for task in ("embedded_cloze", "embedded_choice", "embedded_ppl"):
         t = d["tasks"][task]
