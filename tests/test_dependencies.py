@@ -23,6 +23,7 @@ DISTRIBUTION = {
     "matplotlib": "matplotlib",
     "numpy": "numpy",
     "pandas": "pandas",
+    "PIL": "pillow",
     "pyarrow": "pyarrow",
     "pytest": "pytest",
     "rouge_score": "rouge-score",

@@ -29,8 +29,6 @@ rule profiles_index:
     log:
         f"{OUT}/logs/profiles_index.log",
     localrule: True
-    conda:
-        ENV
     shell:
         logged("{params.python} -m workflows.coverage --out {output} {input}")
 
