@@ -135,7 +135,7 @@ def _figure_blocks(table: dict, curves: dict[str, list[Curve]], drawn: dict[tupl
         if not found:
             continue
         key = tuple(found)
-        title = " · ".join(filter(None, [short_title(table["title"]), group]))
+        title = " · ".join(filter(None, [table["title"].split(":")[0], group]))
         if key in drawn:
             blocks.append(Paragraph(f"{title}: the same runs as {drawn[key]}, training curves drawn there."))
             continue

@@ -80,24 +80,25 @@ def plot_arms(title: str, arms: list[tuple[str, list[Curve]]]) -> tuple[bytes | 
     if not drawn:
         return None, f"{title}: the training logs have no readable rows."
     aux = any(_aux_keys(curve) for _, curves in drawn for curve in curves)
-    figure, axes = pyplot().subplots(1, 2 if aux else 1, figsize=(9.6 if aux else 6.4, 3.6), squeeze=False)
+    figure, axes = pyplot().subplots(1, 2 if aux else 1, figsize=(8.4 if aux else 5.6, 3.2), squeeze=False)
     main = axes[0][0]
     for index, (label, curves) in enumerate(drawn):
         colour = f"C{index % 10}"
         for seed, curve in enumerate(curves):
             main.plot(*_series(curve, _main_key(curve)), color=colour, alpha=0.85, lw=1,
-                      label=f"{label} ({_main_key(curve).removeprefix('loss/')})" if seed == 0 else None)
+                      label=label if seed == 0 else None)
             main.plot([row["tokens"] for row in curve.valid], [row["valid/loss"] for row in curve.valid], "o",
-                      color=colour, ms=3, label=f"{label} valid" if seed == 0 and curve.valid else None)
+                      color=colour, ms=3)
             if aux:
                 for style, key in zip(["-", "--", ":", "-."] * 4, _aux_keys(curve)):
                     axes[0][1].plot(*_series(curve, key), style, color=colour, lw=1,
                                     label=f"{label} {key.removeprefix('loss/')}" if seed == 0 else None)
-    main.set(xlabel="tokens", ylabel="loss")
-    main.legend(fontsize=7)
+    keys = sorted({_main_key(curve).removeprefix("loss/") for _, curves in drawn for curve in curves})
+    main.set(xlabel="tokens", ylabel=f"{' / '.join(keys)}: train line, valid dots")
+    main.legend(fontsize=6)
     if aux:
         axes[0][1].set(xlabel="tokens", ylabel="auxiliary loss", yscale="log")
-        axes[0][1].legend(fontsize=7)
+        axes[0][1].legend(fontsize=6)
     figure.suptitle(fill(title, 90), fontsize=10)
     skipped = sum(curve.skipped for _, curves in drawn for curve in curves)
     seeds = ", ".join(f"{label} {len(curves)}" for label, curves in drawn)

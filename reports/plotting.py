@@ -18,7 +18,7 @@ def pyplot():
     return plt
 
 
-PALETTE = 64  # colours of a figure's PNG: line plots need few, and the report stays small (issue 15: < 1 MB)
+PALETTE = 128  # colours of a figure's PNG: line plots need few, and the report stays small (issue 15: < 1 MB)
 
 
 def png(figure) -> bytes:
@@ -28,7 +28,7 @@ def png(figure) -> bytes:
 
     buffer = io.BytesIO()
     figure.tight_layout()
-    figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+    figure.savefig(buffer, format="png", dpi=80, metadata={"Software": None})
     pyplot().close(figure)
     image = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB").quantize(PALETTE, method=Image.Quantize.MEDIANCUT)
     out = io.BytesIO()
