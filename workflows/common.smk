@@ -47,8 +47,8 @@ RUNS = f"{OUT}/runs"
 RUN = f"{RUNS}/{{experiment}}/seed{{seed}}"
 
 
-# lm-eval suites per harness eval name (evals/tasks/suites.yaml); embedded tasks come from the data stage.
-HARNESS = {"embedded": "embedded", "zeroshot": "conceptlm_zeroshot", "lm_ppl": "conceptlm_ppl"}
+# The evaluations (an experiment's `evals`, the rule writing each, an lm-eval eval's suite): evals/registry.py.
+from evals.registry import BY_NAME, constraint
 
 
 wildcard_constraints:
