@@ -239,7 +239,7 @@ def test_profile_file_problems_are_one_line_naming_the_file(tmp_path, capsys):
              tmp_path / "empty.yaml": "empty.yaml: the profile is empty"}
     (tmp_path / "empty.yaml").write_text("{}\n")
     for path, needle in cases.items():
-        assert main([str(path)]) == 1
+        assert main([str(path)]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("error: ") and "\n" not in err and needle in err, err
     assert main([str(Path(__file__).parents[1] / "config" / "default.yaml")]) == 0
@@ -282,7 +282,7 @@ def test_non_finite_settings_and_duplicate_keys_are_refused(profile, tmp_path, c
     assert "train.loss_weights.ntp=nan: not a finite number" in _error(profile)
     dup = tmp_path / "dup.yaml"
     dup.write_text("profile: x\nexperiments: []\nexperiments: []\n")
-    assert main([str(dup)]) == 1
+    assert main([str(dup)]) == 2
     assert "line 3, column 1: key 'experiments' appears twice" in capsys.readouterr().err
 
 

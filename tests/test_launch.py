@@ -106,7 +106,7 @@ def test_a_process_count_that_cannot_split_the_batch_is_a_one_line_cli_error(tin
     (tmp_path / "config.json").write_text(json.dumps(run_cfg))
     code = main(["pretrain", "--config", str(tmp_path / "config.json"), "--tokens", str(tiny_data["tokens"]),
                  "--tokenizer", str(tiny_data["tokenizer"]), "--run-dir", str(tmp_path / "run"), "--nproc", "3"])
-    assert code == 1
+    assert code == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "x 3 processes" in err
     assert not (tmp_path / "run").exists()

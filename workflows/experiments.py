@@ -24,7 +24,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from common.errors import ReproError
+from common.errors import USER_ERROR, ReproError, entry_point
 from evals.registry import find
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schemas" / "config.schema.yaml"
@@ -42,6 +42,7 @@ def load_profile(path: str | Path) -> dict:
     return validate(with_parents(_read_yaml(path), path.parent, str(path)), str(path))
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     """``python -m workflows.experiments PROFILE``: check a profile before Snakemake reads it (file
     missing, YAML syntax with line and column, empty, schema and semantics), one line on error."""
@@ -50,12 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
         print("usage: python -m workflows.experiments PROFILE.yaml", file=sys.stderr)
-        return 2
-    try:
-        profile = load_profile(argv[0])
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+        return USER_ERROR
+    profile = load_profile(argv[0])
     n_runs = sum(len(exp["seeds"]) for exp in resolve(profile).values())
     print(f"{argv[0]}: profile {profile['profile']!r}, {len(profile['experiments'])} entries, {n_runs} runs")
     return 0
