@@ -64,16 +64,17 @@ def main(argv: list[str] | None = None) -> int:
         if not Path(root).is_dir():
             print(f"skipped: local data root {root} not found")
             return 0
+    from evals.harness.run import execute, plan
+
+    p = plan(a.run_dir, a.tokenizer, a.tasks, a.out, task_dirs=a.task_dir, num_fewshot=a.num_fewshot,
+             local_data=a.local_data, local_root=a.local_root, samples_path=a.samples,
+             offline=True if a.offline else None, limit=a.limit, batch_size=a.batch_size, cache_dir=a.cache_dir,
+             expect_arch=a.expect_arch, rolling_context_len=a.rolling_context, bootstrap_iters=a.bootstrap_iters,
+             device=a.device)
     if a.threads:
         import torch
         torch.set_num_threads(a.threads)
-    from evals.harness.run import evaluate
-
-    r = evaluate(a.run_dir, a.tokenizer, a.tasks, a.out, task_dirs=a.task_dir, limit=a.limit,
-                 batch_size=a.batch_size, num_fewshot=a.num_fewshot, local_data=a.local_data,
-                 local_root=a.local_root, cache_dir=a.cache_dir, samples_path=a.samples,
-                 expect_arch=a.expect_arch, rolling_context_len=a.rolling_context,
-                 bootstrap_iters=a.bootstrap_iters, device=a.device, offline=True if a.offline else None)
+    r = execute(p)
     table = r["details"]["table_metrics"]
     shown = {k: r["metrics"][k] for k in table} or {k: v for k, v in r["metrics"].items() if not k.endswith("_stderr")}
     print(f"{r['experiment']} seed {r['seed']} -> {a.out}: " +
