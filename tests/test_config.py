@@ -170,6 +170,18 @@ def test_changing_evals_does_not_change_the_run_settings(profile):
     assert run_config(profile, "conceptlm_pythia_s", 0) == before
 
 
+def test_eval_settings_are_outside_every_training_hash(profile):
+    """eval.batch_size (lm-eval's batch, handed to the harness jobs) re-trains nothing when edited."""
+    from common.io import config_hash
+
+    hashes = lambda: {(e, s): config_hash(run_config(profile, e, s)) for e, x in resolve(profile).items() for s in x["seeds"]}
+    before = hashes()
+    profile["defaults"]["eval"]["batch_size"] = 3
+    _entry(profile, "base_gpt2_s")["overrides"] = {"eval.batch_size": 5}
+    assert validate(profile) and resolve(profile)["base_gpt2_s"]["eval"] == {"batch_size": 5}
+    assert hashes() == before and "eval" not in run_config(profile, "base_gpt2_s", 0)
+
+
 def test_embedded_tasks_need_the_synthetic_world(profile):
     _entry(profile, "base_gpt2_s")["evals"] = ["ppl", "embedded"]
     assert "embedded tasks are built from the synthetic world" in _error(profile)

@@ -65,12 +65,14 @@ def test_table_specs_name_registered_evaluations(tmp_path):
 @pytest.mark.slow
 def test_the_dag_writes_each_evaluation_with_its_registered_rule(tmp_path):
     """A dry run of the default profile (+ the real-task suites): every result an experiment lists is a
-    job of the rule the registry names, and every evaluation with a rule is planned at least once."""
+    job of the rule the registry names, and every evaluation with a rule is planned at least once; the
+    harness jobs get the experiment's eval.batch_size."""
     profile = default_profile()
-    profile["experiments"].append({"id": "real_tasks_s", "base": "base_gpt2_s", "evals": ["zeroshot", "lm_ppl"]})
+    profile["experiments"].append({"id": "real_tasks_s", "base": "base_gpt2_s", "evals": ["zeroshot", "lm_ppl"],
+                                   "overrides": {"eval.batch_size": 7}})
     (tmp_path / "profile.yaml").write_text(yaml.safe_dump(profile))
     run = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
-                          "--configfile", str(tmp_path / "profile.yaml"), "-n"], capture_output=True, text=True,
+                          "--configfile", str(tmp_path / "profile.yaml"), "-n", "-p"], capture_output=True, text=True,
                          timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     planned, rule = {}, None
@@ -80,6 +82,9 @@ def test_the_dag_writes_each_evaluation_with_its_registered_rule(tmp_path):
         for name in re.findall(r"/eval/([^/\s,]+)\.json(?=,|\s|$)", line if line.startswith("    output:") else ""):
             planned.setdefault(find(name).name, set()).add(rule)
     assert planned == {e.name: {e.rule} for e in EVALUATIONS if e.rule is not None}
+    harness = [line for line in run.stdout.splitlines() if "-m evals.harness" in line]
+    assert {"real_tasks_s" in line for line in harness if "--batch-size 7 " in line} == {True}
+    assert all("--batch-size 16 " in line for line in harness if "real_tasks_s" not in line)
 
 
 def _strings(path: Path) -> list[str]:

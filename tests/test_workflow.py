@@ -126,6 +126,16 @@ def test_changing_one_experiment_reruns_only_it(workdir):
     assert "pm_s" in jobs and "experiment=base_s" not in jobs
 
 
+@pytest.mark.slow
+def test_changing_eval_settings_reruns_only_the_harness(workdir):
+    """eval.batch_size (lm-eval's batch) is outside every run's config: editing it re-trains nothing."""
+    config = micro_profile()
+    config["defaults"]["eval"]["batch_size"] = 5
+    _, jobs = dry_run(workdir, config)
+    rules = {line.split()[1].rstrip(":") for line in jobs.splitlines() if line.startswith("rule ")}
+    assert rules == {"evaluate_harness", "tables", "report", "all"}, rules
+
+
 def test_lint_is_clean(tmp_path):
     (tmp_path / "micro.yaml").write_text(yaml.safe_dump(micro_profile()))
     run = snakemake(tmp_path, "--lint")

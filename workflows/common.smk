@@ -180,6 +180,13 @@ def run_settings_json(wildcards):
     return json.dumps(run_config(PROFILE, wildcards.experiment, int(wildcards.seed)), sort_keys=True)
 
 
+def harness_flags(wildcards):
+    """The experiment's ``eval`` settings as flags of the harness (``eval.batch_size``: lm-eval's batch size;
+    absent: the CLI's default). Outside the run's config: changing them re-runs the evaluations only."""
+    batch = EXPERIMENTS[wildcards.experiment]["eval"].get("batch_size")
+    return f"--batch-size {batch}" if batch is not None else ""
+
+
 # Every job writes its console to its log; on failure the log's last lines go to Snakemake's console, so
 # the job's own error line is what the user sees, with or without --show-failed-logs.
 def logged(command):

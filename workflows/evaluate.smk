@@ -116,6 +116,7 @@ rule evaluate_harness:
         python=PYTHON,
         run_dir=folder_of_input("weights", up=2),
         tasks=lambda wildcards: BY_NAME[wildcards.suite].suite,
+        flags=harness_flags,
         task_dir=lambda wildcards, input: f"--task-dir {os.path.dirname(input.tasks[0])}" if input.tasks else "",
     log:
         f"{RUN}/logs/eval_{{suite}}.log",
@@ -129,7 +130,7 @@ rule evaluate_harness:
     shell:
         logged(
             "{params.python} -m evals.harness --run-dir {params.run_dir} --tokenizer {input.tokenizer} --tasks {params.tasks}"
-            " {params.task_dir} --out {output.result} --threads {threads}"
+            " {params.task_dir} {params.flags} --out {output.result} --threads {threads}"
         )
 
 

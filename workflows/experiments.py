@@ -5,7 +5,8 @@ An experiment is a named entry ``{id, base, overrides, seeds, evals}``. Its sett
 ``overrides`` (dotted keys such as ``model.n_layer: 6``). A ``sweep`` entry stands for one experiment
 per listed value (``conceptlm_n{model.codebook_size}`` with ``sweep: {model.codebook_size: [8, 16]}``).
 A new size or ablation is therefore one entry in a profile, never new code. ``evals`` lists what is
-measured on the runs; it is not part of the run settings, so changing it never re-trains. A profile
+measured on the runs; neither it nor the ``eval`` settings are part of a run's settings (``run_config``),
+so changing them never re-trains. A profile
 may ``extends:`` another (``with_parents``). Everything is checked before the DAG is built, in two
 layers: the JSON schema (``config/schemas/config.schema.yaml``: unknown keys, types, ranges of every
 section but ``model``) and semantic checks: the model settings by the arch's config dataclass alone
@@ -29,6 +30,7 @@ from evals.registry import find
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schemas" / "config.schema.yaml"
 SECTIONS = ("model", "train", "eval")
+TRAINING = ("model", "train")  # the sections of a run's config and hash; ``eval`` is read by the evaluations only
 PAPERS = ("conceptlm", "ncm", "dlcm")
 DEFAULT_PAPER = "conceptlm"
 
@@ -720,7 +722,8 @@ def explicit_model(model: dict) -> dict:
 
 def run_config(config: dict, exp_id: str, seed: int) -> dict:
     """The full settings of one training run: what its config hash covers (with ``upstream``: the
-    experiment and seed of the run it builds on)."""
+    experiment and seed of the run it builds on). The ``eval`` settings are not among them: the DAG hands
+    them to the evaluations (``eval.batch_size``: lm-eval's batch), so editing them re-trains nothing."""
     from models.registry import get_spec
 
     experiments = resolve(config)
@@ -729,7 +732,7 @@ def run_config(config: dict, exp_id: str, seed: int) -> dict:
     exp = experiments[exp_id]
     data = datasets(config)[exp["data"]]
     run = {"id": exp_id, "seed": seed, "corpus": data["corpus"], "tokenizer": data["tokenizer"],
-           **{s: exp[s] for s in SECTIONS}, "model": explicit_model(exp["model"])}
+           **{s: exp[s] for s in TRAINING}, "model": explicit_model(exp["model"])}
     if data["layout"] is not None:  # paired examples: source_len + target_len tokens per window
         run["layout"] = dict(data["layout"])
     if exp["upstream"] is not None:  # the stage-1 run this one builds on, and its model with every default
