@@ -47,7 +47,7 @@ RUNS = f"{OUT}/runs"
 RUN = f"{RUNS}/{{experiment}}/seed{{seed}}"
 
 
-# The evaluations (an experiment's `evals`, the rule writing each, an lm-eval eval's suite): evals/registry.py.
+# Every evaluation name (an experiment's `evals`), the job writing it and its lm-eval suite: evals/registry.py.
 from evals.registry import BY_NAME, constraint
 
 
