@@ -31,6 +31,9 @@ BAD_INPUT = {
 # of workflows.coverage), or one-line errors that need trained runs (benchmarks.ncm_sampling)
 NO_CHEAP_BAD_INPUT = {"workflows.coverage", "benchmarks.train_throughput", "benchmarks.concept_step_time",
                       "benchmarks.lmeval_throughput", "benchmarks.dlcm_attention", "benchmarks.ncm_sampling"}
+# not yet through entry_point: python -m common.io (the settings files' atomic writer; its module belongs to
+# the atomic-writer work) still exits 1 on a WriteError
+NOT_YET = {"common.io"}
 
 
 def _run(module: str, argv: list[str], monkeypatch) -> int:
@@ -88,5 +91,6 @@ def test_every_command_line_exits_through_entry_point():
         found[module] = path
         text = path.read_text()
         wrapped = "@entry_point\ndef main(" in text or "entry_point(main)" in _main_block(path)
-        assert wrapped or module == "reports", f"{path}: decorate main with common.errors.entry_point"
-    assert set(found) == set(BAD_INPUT) | NO_CHEAP_BAD_INPUT
+        assert wrapped or module in ("reports", *NOT_YET), f"{path}: decorate main with common.errors.entry_point"
+        assert not (wrapped and module in NOT_YET), f"{module} is wrapped now: drop it from NOT_YET"
+    assert set(found) == set(BAD_INPUT) | NO_CHEAP_BAD_INPUT | NOT_YET
