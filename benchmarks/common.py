@@ -16,7 +16,12 @@ from typing import Callable
 
 import torch
 
+from common.errors import ReproError
 from common.provenance import git_state, library_versions
+
+
+class BenchmarkError(ReproError, ValueError):
+    """A benchmark's arguments do not fit (a run of another kind, a device this machine lacks)."""
 
 
 def interleaved_step_times(steps: dict[str, Callable], x: torch.Tensor, rounds: int, warmup: int,

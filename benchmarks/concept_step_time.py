@@ -17,11 +17,13 @@ Writes ``results/benchmarks/concept_step_time.json``. Target (issue 4): ConceptL
 from __future__ import annotations
 
 import argparse
+import sys
 from contextlib import nullcontext
 
 import torch
 
 from benchmarks.common import environment, interleaved_step_times, peak_rss_mib, summarize
+from common.errors import entry_point
 from common.io import atomic_write_json
 from models.registry import build_model, flops_per_token
 
@@ -108,4 +110,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(entry_point(main)())

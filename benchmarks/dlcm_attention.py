@@ -36,6 +36,7 @@ Writes ``results/benchmarks/dlcm_attention.json``.
 from __future__ import annotations
 
 import argparse
+import sys
 import os
 import statistics
 import time
@@ -45,6 +46,7 @@ import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 from benchmarks.common import environment, interleaved_step_times
+from common.errors import entry_point
 from common.io import atomic_write_json
 from models.dlcm import ConceptCrossAttention, segment_ids
 
@@ -274,4 +276,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(entry_point(main)())

@@ -22,13 +22,15 @@ Writes ``results/benchmarks/gpu_throughput.json``.
 from __future__ import annotations
 
 import argparse
+import sys
 from contextlib import nullcontext
 from types import SimpleNamespace
 
 import torch
 
-from benchmarks.common import environment, interleaved_step_times, summarize
+from benchmarks.common import BenchmarkError, environment, interleaved_step_times, summarize
 from benchmarks.concept_step_time import arm_config
+from common.errors import entry_point
 from common.io import atomic_write_json
 from models.registry import build_model, flops_per_token
 
@@ -88,7 +90,8 @@ def main(argv=None) -> dict:
     a.shape = TINY if a.tiny else SHAPE
     device = torch.device(a.device)
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("error: --device cuda but torch sees no CUDA device; run on a GPU machine (or --device cpu --tiny)")
+        raise BenchmarkError("--device cuda but torch sees no CUDA device; run on a GPU machine "
+                             "(or --device cpu --tiny)")
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
     arms = {name: build_arm(name, a, device) for name in a.arms}
@@ -122,4 +125,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(entry_point(main)())

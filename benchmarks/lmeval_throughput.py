@@ -18,6 +18,7 @@ Writes ``results/benchmarks/lmeval_throughput.json``. Target (issue 5): ours / h
 from __future__ import annotations
 
 import argparse
+import sys
 import os
 import statistics
 import tempfile
@@ -31,6 +32,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import torch  # noqa: E402
 
 from benchmarks.common import environment  # noqa: E402
+from common.errors import entry_point  # noqa: E402
 from common.io import atomic_write_json, atomic_write_text  # noqa: E402
 
 
@@ -164,4 +166,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(entry_point(main)())

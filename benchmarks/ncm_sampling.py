@@ -41,13 +41,15 @@ Writes ``results/benchmarks/ncm_sampling.json``. Target (NCM issue): NCM >= 8x f
 from __future__ import annotations
 
 import argparse
+import sys
 import os
 import statistics
 from pathlib import Path
 
 import torch
 
-from benchmarks.common import environment, interleaved_step_times
+from benchmarks.common import BenchmarkError, environment, interleaved_step_times
+from common.errors import entry_point
 from common.io import atomic_write_json
 from evals.genppl.protocol import mean_entropy
 from models.registry import build_model
@@ -84,15 +86,17 @@ def load_arm(name: str, run: str, a, device: torch.device) -> tuple[torch.nn.Mod
     arch, seq_len = manifest["config"]["model"]["arch"], manifest["config"]["model"]["seq_len"]
     want = {"ncm": ("ncm",), "ar": ("gpt2", "pythia", "llama"), "mdlm": ("mdlm_gpt2", "mdlm_pythia", "mdlm_llama")}
     if arch not in want[name]:
-        raise SystemExit(f"--runs {name}={run}: a {arch!r} run, the {name} arm needs one of {list(want[name])}")
+        raise BenchmarkError(f"--runs {name}={run}: a {arch!r} run, the {name} arm needs one of {list(want[name])}")
     if (seq_len != a.seq_len) if name == "ncm" else (seq_len < a.seq_len):
-        raise SystemExit(f"--runs {name}={run}: model.seq_len {seq_len} does not fit --seq-len {a.seq_len}; "
-                         f"pass --seq-len {seq_len}" + (" (NCM samples exactly its window)" if name == "ncm" else ""))
+        raise BenchmarkError(f"--runs {name}={run}: model.seq_len {seq_len} does not fit --seq-len {a.seq_len}; "
+                             f"pass --seq-len {seq_len}"
+                             + (" (NCM samples exactly its window)" if name == "ncm" else ""))
     if manifest["vocab_size"] != a.vocab:
-        raise SystemExit(f"--runs {name}={run}: vocabulary {manifest['vocab_size']}, not --vocab {a.vocab}; "
-                         f"pass --vocab {manifest['vocab_size']}")
+        raise BenchmarkError(f"--runs {name}={run}: vocabulary {manifest['vocab_size']}, not --vocab {a.vocab}; "
+                             f"pass --vocab {manifest['vocab_size']}")
     if name == "ncm" and model.K != a.scales:
-        raise SystemExit(f"--runs ncm={run}: K = {model.K} scales, not --scales {a.scales}; pass --scales {model.K}")
+        raise BenchmarkError(f"--runs ncm={run}: K = {model.K} scales, not --scales {a.scales}; "
+                             f"pass --scales {model.K}")
     return model, {"run": str(final), "model": manifest["config"]["model"],
                    "tokenizer_sha256": (manifest.get("data") or {}).get("tokenizer_sha256")}
 
@@ -129,12 +133,12 @@ def judge_arms(samples: dict[str, list[list[int]]], a) -> dict[str, dict]:
 
     tok = load_model_tokenizer(a.tokenizer)
     if tok.vocab_size != a.vocab:
-        raise SystemExit(f"--tokenizer {a.tokenizer}: {tok.vocab_size} tokens, the runs have {a.vocab}; pass the runs' "
-                         "tokenizer.json")
+        raise BenchmarkError(f"--tokenizer {a.tokenizer}: {tok.vocab_size} tokens, the runs have {a.vocab}; "
+                             "pass the runs' tokenizer.json")
     for name, info in a.loaded.items():
         if info["tokenizer_sha256"] and tok.sha256 != info["tokenizer_sha256"]:
-            raise SystemExit(f"--tokenizer {a.tokenizer}: not the tokenizer the {name} run was trained with; pass "
-                             "the tokenizer.json of the runs' corpus")
+            raise BenchmarkError(f"--tokenizer {a.tokenizer}: not the tokenizer the {name} run was trained with; "
+                                 "pass the tokenizer.json of the runs' corpus")
     judge = load_judge(a.judge, a.device)
     out = {}
     for name, ids in samples.items():
@@ -142,7 +146,7 @@ def judge_arms(samples: dict[str, list[list[int]]], a) -> dict[str, dict]:
             r = gen_ppl(Samples(ids, tok.decode_batch(ids), f"benchmark:{name}"), [judge],
                         Protocol(max_length=a.seq_len))
         except GenPPLError as e:
-            raise SystemExit(f"Gen PPL of the {name} arm: {e}") from e
+            raise BenchmarkError(f"Gen PPL of the {name} arm: {e}") from e
         out[name] = {"gen_ppl": r["metrics"]["genppl/ppl"], "nll": r["metrics"][f"genppl/nll/{judge.key}"],
                      "judged_tokens": r["metrics"][f"genppl/tokens/{judge.key}"], "judge": judge.info["name"],
                      "max_length": a.seq_len}
@@ -265,4 +269,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(entry_point(main)())

@@ -24,6 +24,7 @@ lowers both arms, the ratio less). Target (issue 13): ours / HF >= 1.5x at both 
 from __future__ import annotations
 
 import argparse
+import sys
 import os
 import statistics
 from types import SimpleNamespace
@@ -31,6 +32,7 @@ from types import SimpleNamespace
 import torch
 
 from benchmarks.common import environment, interleaved_step_times, peak_rss_mib, run_in_child, summarize
+from common.errors import entry_point
 from common.io import atomic_write_json
 
 TARGET = 1.5
@@ -121,4 +123,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(entry_point(main)())

@@ -4,5 +4,6 @@ Issue 3 of the reproduction suite.  ``tables/reported/`` holds the papers'
 printed numbers, ``tables/specs/`` describes each table, and ``python -m tables
 build`` recomputes every printed aggregate and arithmetic claim, merges the
 reproduced results and renders Markdown, CSV, LaTeX and an audit page.  This
-package reads result files only; it imports no model, eval or trainer code.
+package reads result files only; it imports no model, eval or trainer code (only the table of
+evaluation names, ``evals/registry.py``).
 """

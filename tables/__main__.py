@@ -5,14 +5,16 @@ import argparse
 import sys
 from pathlib import Path
 
+from common.errors import ReproError, entry_point
+
 from .build import build
 from .coverage import load_coverage
 from .publish import write_tables
 from .reported import REPORTED
 from .specs import SPECS
-from .validation import DataError
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tables", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -24,11 +26,11 @@ def main(argv: list[str] | None = None) -> int:
     command.add_argument("--coverage", type=Path, help="profiles.json of `python -m workflows.coverage`: which "
                          "profile fills what this one does not reproduce")
     args = parser.parse_args(argv)
-    try:
-        index = write_tables(build(args.results, args.specs, args.reported), args.out, load_coverage(args.coverage, args.results))
-    except DataError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    for flag, folder in (("--specs", args.specs), ("--reported", args.reported)):
+        if not folder.is_dir():
+            raise ReproError(f"{flag} {folder}: no such folder; give the {flag[2:]} folder or leave the default")
+    index = write_tables(build(args.results, args.specs, args.reported), args.out,
+                         load_coverage(args.coverage, args.results))
     flagged = {paper: f"{counts['material']} material, {counts['rounding']} rounding"
                for paper, counts in index["flagged"].items()}
     print(f"wrote {len(index['tables'])} tables to {args.out}; audit: {flagged}")

@@ -14,6 +14,8 @@ import operator
 from collections.abc import Callable, Mapping
 from statistics import fmean
 
+from common.errors import ReproError
+
 Ref = tuple[str, str, str]  # (table, row, column) within one paper
 Resolver = Callable[[ast.AST], Ref]
 
@@ -31,7 +33,7 @@ _COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
             ast.GtE: operator.ge, ast.Eq: operator.eq, ast.NotEq: operator.ne}
 
 
-class ExpressionError(ValueError):
+class ExpressionError(ReproError, ValueError):
     """An expression uses syntax or names the language does not have."""
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evals.registry import find, forms
+
 from .validation import DataError, load_yaml, schema
 
 SPECS = Path(__file__).resolve().parent / "specs"
@@ -83,6 +85,12 @@ class TableSpec:
         for check in self.checks:
             if check.row not in self.row_by_id or check.column not in self.column_by_id:
                 raise DataError(self.path, None, "checks", f"unknown cell ({check.row}, {check.column})")
+        for field_name, axes in (("rows", self.rows), ("columns", self.columns)):
+            for axis in axes:
+                name = axis.result.get("eval")
+                if name is not None and find(name) is None:
+                    raise DataError(self.path, None, f"{field_name}.{axis.id}.result.eval",
+                                    f"'{name}' is not an evaluation of evals/registry.py; use one of: {forms()}")
         for column in self.columns:
             if column.order_proxy is not None and column.order_proxy not in self.column_by_id:
                 raise DataError(self.path, None, f"columns.{column.id}.order_proxy",

@@ -13,11 +13,13 @@ from typing import Any
 import jsonschema
 import yaml
 
+from common.errors import ReproError
+
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
 ROOT = Path(__file__).resolve().parents[1]
 
 
-class DataError(ValueError):
+class DataError(ReproError, ValueError):
     """Malformed reported data, spec or claim; the message says where and what."""
 
     def __init__(self, path: Path | str, line: int | None, field: str, message: str):

@@ -24,7 +24,6 @@ TINY_RUN = {
               "warmup_steps": 2, "weight_decay": 0.1, "betas": [0.9, 0.95], "eps": 1e-8, "grad_clip": 1.0,
               "log_interval": 2, "eval_interval": 6, "eval_batches": 2, "checkpoint_interval": 4,
               "keep_checkpoints": 2, "compile": False, "precision": "auto", "loss_weights": {"ntp": 1.0}},
-    "eval": {"batch_size": 4},
 }
 
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from benchmarks import ncm_sampling
+from benchmarks.common import BenchmarkError
 from common.io import sha256_file
 from models.registry import build_model
 
@@ -91,7 +92,7 @@ def test_trained_runs_are_loaded_and_judged(tmp_path):
         assert arm["weights"] == str(tmp_path / name / "final")
         assert arm["gen_ppl"]["gen_ppl"] > 1 and arm["gen_ppl"]["judged_tokens"] > 0
     assert r["arms"]["ncm"]["nfe"] == 4
-    with pytest.raises(SystemExit, match="--scales 4"):
+    with pytest.raises(BenchmarkError, match="--scales 4"):
         ncm_sampling.main([*base, "--scales", "3", "--runs", f"ncm={runs['ncm']}"])
     with pytest.raises(SystemExit):  # the judge needs trained runs
         ncm_sampling.main([*TINY, "--judge", str(tmp_path / "judge"), "--tokenizer", str(tmp_path / "tokenizer.json")])

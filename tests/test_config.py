@@ -170,6 +170,18 @@ def test_changing_evals_does_not_change_the_run_settings(profile):
     assert run_config(profile, "conceptlm_pythia_s", 0) == before
 
 
+def test_eval_settings_are_outside_every_training_hash(profile):
+    """eval.batch_size (lm-eval's batch, handed to the harness jobs) re-trains nothing when edited."""
+    from common.io import config_hash
+
+    hashes = lambda: {(e, s): config_hash(run_config(profile, e, s)) for e, x in resolve(profile).items() for s in x["seeds"]}
+    before = hashes()
+    profile["defaults"]["eval"]["batch_size"] = 3
+    _entry(profile, "base_gpt2_s")["overrides"] = {"eval.batch_size": 5}
+    assert validate(profile) and resolve(profile)["base_gpt2_s"]["eval"] == {"batch_size": 5}
+    assert hashes() == before and "eval" not in run_config(profile, "base_gpt2_s", 0)
+
+
 def test_embedded_tasks_need_the_synthetic_world(profile):
     _entry(profile, "base_gpt2_s")["evals"] = ["ppl", "embedded"]
     assert "embedded tasks are built from the synthetic world" in _error(profile)
@@ -239,7 +251,7 @@ def test_profile_file_problems_are_one_line_naming_the_file(tmp_path, capsys):
              tmp_path / "empty.yaml": "empty.yaml: the profile is empty"}
     (tmp_path / "empty.yaml").write_text("{}\n")
     for path, needle in cases.items():
-        assert main([str(path)]) == 1
+        assert main([str(path)]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("error: ") and "\n" not in err and needle in err, err
     assert main([str(Path(__file__).parents[1] / "config" / "default.yaml")]) == 0
@@ -282,7 +294,7 @@ def test_non_finite_settings_and_duplicate_keys_are_refused(profile, tmp_path, c
     assert "train.loss_weights.ntp=nan: not a finite number" in _error(profile)
     dup = tmp_path / "dup.yaml"
     dup.write_text("profile: x\nexperiments: []\nexperiments: []\n")
-    assert main([str(dup)]) == 1
+    assert main([str(dup)]) == 2
     assert "line 3, column 1: key 'experiments' appears twice" in capsys.readouterr().err
 
 

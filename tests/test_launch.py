@@ -106,7 +106,7 @@ def test_a_process_count_that_cannot_split_the_batch_is_a_one_line_cli_error(tin
     (tmp_path / "config.json").write_text(json.dumps(run_cfg))
     code = main(["pretrain", "--config", str(tmp_path / "config.json"), "--tokens", str(tiny_data["tokens"]),
                  "--tokenizer", str(tiny_data["tokenizer"]), "--run-dir", str(tmp_path / "run"), "--nproc", "3"])
-    assert code == 1
+    assert code == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "x 3 processes" in err
     assert not (tmp_path / "run").exists()
@@ -179,7 +179,7 @@ def test_a_failing_rank_is_the_last_line_of_a_launched_job(tiny_data, run_cfg, t
     args = ["pretrain", "--config", str(tmp_path / "config.json"), "--tokens", str(tiny_data["tokens"]),
             "--tokenizer", str(tiny_data["tokenizer"]), "--run-dir", str(tmp_path / "run")]
     missing = _train_cli([*args[:4], str(tmp_path / "nowhere"), *args[5:]], 2)
-    assert missing.returncode == 1 and "torch.distributed.run" not in missing.stdout
+    assert missing.returncode == 2 and "torch.distributed.run" not in missing.stdout
     assert missing.stderr.strip().splitlines()[-1].startswith(f"error: {tmp_path / 'nowhere'}")
     (tmp_path / "run").mkdir()
     holder = subprocess.Popen([sys.executable, "-c", (
@@ -192,6 +192,6 @@ def test_a_failing_rank_is_the_last_line_of_a_launched_job(tiny_data, run_cfg, t
     finally:
         holder.kill()
         holder.wait()
-    assert locked.returncode == 1
+    assert locked.returncode == 2
     last = locked.stderr.strip().splitlines()[-1]
     assert last.startswith("error: rank 0: ") and "is being trained by another process" in last

@@ -127,6 +127,17 @@ def test_changing_one_experiment_reruns_only_it(workdir):
     assert "pm_s" in jobs and "experiment=base_s" not in jobs
 
 
+@pytest.mark.slow
+def test_changing_eval_settings_reruns_only_the_harness(workdir):
+    """eval.batch_size (lm-eval's batch) is outside every run's config: editing it re-trains nothing (the
+    edited profile file re-indexes the profiles)."""
+    config = micro_profile()
+    config["defaults"]["eval"]["batch_size"] = 5
+    _, jobs = dry_run(workdir, config)
+    rules = {line.split()[1].rstrip(":") for line in jobs.splitlines() if line.startswith("rule ")}
+    assert rules == {"evaluate_harness", "profiles_index", "tables", "report", "all"}, rules
+
+
 # the one lint accepted: the rules declare no conda environment or container, they run the venv (README)
 NO_SOFTWARE_ENV = "Specify a conda environment or container for each rule."
 

@@ -1,5 +1,6 @@
 """Thin command-line entry points that the Snakemake rules call; each reads a settings JSON and
-paths, calls one library function, and exits with a one-line error on bad input.
+paths, calls one library function, and exits with a one-line error on bad input (status 2,
+``common.errors.entry_point``).
 
     python -m workflows.cli corpus    --settings S --out DIR
     python -m workflows.cli tokenizer --settings S --corpus DIR --out FILE
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from common.errors import ReproError
+from common.errors import ReproError, entry_point
 from workflows.experiments import ConfigError
 
 
@@ -188,7 +189,8 @@ COMMANDS = {
 OPTIONAL = {"pretrain": ["upstream"]}  # --upstream: the final/ folder of the run this one builds on
 
 
-def main(argv=None) -> int:
+@entry_point
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m workflows.cli", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (_, args) in COMMANDS.items():
@@ -204,12 +206,10 @@ def main(argv=None) -> int:
     try:
         COMMANDS[a.command][0](a)
     except ReproError as e:
-        print(f"error: {e}", file=sys.stderr)
         if os.environ.get(ERROR_FILE):  # a rank under _launch: tell the launching process
             with open(os.environ[ERROR_FILE], "a") as f:
                 f.write(f"rank {os.environ.get('RANK', '0')}: {e}\n")
-        return 1
-    return 0
+        raise
 
 
 if __name__ == "__main__":

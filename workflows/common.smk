@@ -46,8 +46,8 @@ RUNS = f"{OUT}/runs"
 RUN = f"{RUNS}/{{experiment}}/seed{{seed}}"
 
 
-# lm-eval suites per harness eval name (evals/tasks/suites.yaml); embedded tasks come from the data stage.
-HARNESS = {"embedded": "embedded", "zeroshot": "conceptlm_zeroshot", "lm_ppl": "conceptlm_ppl"}
+# Every evaluation name (an experiment's `evals`), the job writing it and its lm-eval suite: evals/registry.py.
+from evals.registry import BY_NAME, constraint
 
 
 wildcard_constraints:
@@ -177,6 +177,13 @@ def run_tokenizer(wildcards):
 
 def run_settings_json(wildcards):
     return json.dumps(run_config(PROFILE, wildcards.experiment, int(wildcards.seed)), sort_keys=True)
+
+
+def harness_flags(wildcards):
+    """The experiment's ``eval`` settings as flags of the harness (``eval.batch_size``: lm-eval's batch size;
+    absent: the CLI's default). Outside the run's config: changing them re-runs the evaluations only."""
+    batch = EXPERIMENTS[wildcards.experiment]["eval"].get("batch_size")
+    return f"--batch-size {batch}" if batch is not None else ""
 
 
 # Every job writes its console to its log; on failure the log's last lines go to Snakemake's console, so

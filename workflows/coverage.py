@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from common.errors import entry_point
 from common.io import atomic_write_json
 
 from .experiments import ConfigError, load_profile, resolve, scaling_laws
@@ -32,6 +33,7 @@ def coverage(paths: list[Path]) -> dict:
     return {"profiles": profiles, "skipped": skipped}
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workflows.coverage", description=__doc__)
     parser.add_argument("--out", type=Path, required=True)

@@ -13,7 +13,7 @@ rule evaluate_tokens:
     output:
         f"{RUN}/eval/{{metric}}.json",
     wildcard_constraints:
-        metric="ppl|codebook|recon",
+        metric=constraint("evaluate_tokens"),
     params:
         cli=CLI,
         tokens=folder_of_input("tokens"),
@@ -98,16 +98,17 @@ rule evaluate_harness:
         weights=f"{RUN}/final/model.safetensors",
         manifest=f"{RUN}/final/manifest.json",
         tokenizer=run_tokenizer,
-        tasks=lambda wildcards: [f"{DATA}/tasks/manifest.json"] if wildcards.suite == "embedded" else [],
+        tasks=lambda wildcards: [f"{DATA}/tasks/manifest.json"] if BY_NAME[wildcards.suite].world_tasks else [],
     output:
         result=f"{RUN}/eval/{{suite}}.json",
         samples=f"{RUN}/eval/{{suite}}.samples.jsonl",
     wildcard_constraints:
-        suite="|".join(HARNESS),
+        suite=constraint("evaluate_harness"),
     params:
         python=PYTHON,
         run_dir=folder_of_input("weights", up=2),
-        tasks=lambda wildcards: HARNESS[wildcards.suite],
+        tasks=lambda wildcards: BY_NAME[wildcards.suite].suite,
+        flags=harness_flags,
         task_dir=lambda wildcards, input: f"--task-dir {os.path.dirname(input.tasks[0])}" if input.tasks else "",
     log:
         f"{RUN}/logs/eval_{{suite}}.log",
@@ -119,7 +120,7 @@ rule evaluate_harness:
     shell:
         logged(
             "{params.python} -m evals.harness --run-dir {params.run_dir} --tokenizer {input.tokenizer} --tasks {params.tasks}"
-            " {params.task_dir} --out {output.result} --threads {threads}"
+            " {params.task_dir} {params.flags} --out {output.result} --threads {threads}"
         )
 
 
@@ -158,7 +159,7 @@ rule evaluate_conditional:
         result=f"{RUN}/eval/{{cond}}.json",
         samples=f"{RUN}/eval/{{cond}}.samples.jsonl",
     wildcard_constraints:
-        cond=r"cond(_k[0-9]+)?(_mbr[1-9][0-9]*)?(_cfg[0-9]+(\.[0-9]+)?)?",
+        cond=constraint("evaluate_conditional"),
     params:
         python=PYTHON,
         run_dir=folder_of_input("weights", up=2),
@@ -193,7 +194,7 @@ rule evaluate_genppl:
         result=f"{RUN}/eval/{{gen}}.json",
         samples=f"{RUN}/eval/{{gen}}.samples.jsonl",
     wildcard_constraints:
-        gen=r"genppl(_s[1-9][0-9]*|_k[0-9]+|_data)?",
+        gen=constraint("evaluate_genppl"),
     params:
         python=PYTHON,
         run_dir=folder_of_input("weights", up=2),

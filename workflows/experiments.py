@@ -5,7 +5,8 @@ An experiment is a named entry ``{id, base, overrides, seeds, evals}``. Its sett
 ``overrides`` (dotted keys such as ``model.n_layer: 6``). A ``sweep`` entry stands for one experiment
 per listed value (``conceptlm_n{model.codebook_size}`` with ``sweep: {model.codebook_size: [8, 16]}``).
 A new size or ablation is therefore one entry in a profile, never new code. ``evals`` lists what is
-measured on the runs; it is not part of the run settings, so changing it never re-trains. A profile
+measured on the runs; neither it nor the ``eval`` settings are part of a run's settings (``run_config``),
+so changing them never re-trains. A profile
 may ``extends:`` another (``with_parents``). Everything is checked before the DAG is built, in two
 layers: the JSON schema (``config/schemas/config.schema.yaml``: unknown keys, types, ranges of every
 section but ``model``) and semantic checks: the model settings by the arch's config dataclass alone
@@ -24,14 +25,14 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from common.errors import ReproError
+from common.errors import USER_ERROR, ReproError, entry_point
+from evals.registry import find
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schemas" / "config.schema.yaml"
 SECTIONS = ("model", "train", "eval")
+TRAINING = ("model", "train")  # the sections of a run's config and hash; ``eval`` is read by the evaluations only
 PAPERS = ("conceptlm", "ncm", "dlcm")
 DEFAULT_PAPER = "conceptlm"
-# evaluations (an experiment's ``evals``): fixed names, and Gen. PPL at a given number of sampling steps
-EVALS = ("ppl", "embedded", "zeroshot", "lm_ppl", "codebook", "recon", "genppl", "boundaries")
 
 
 class ConfigError(ReproError, ValueError):
@@ -43,6 +44,7 @@ def load_profile(path: str | Path) -> dict:
     return validate(with_parents(_read_yaml(path), path.parent, str(path)), str(path))
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     """``python -m workflows.experiments PROFILE``: check a profile before Snakemake reads it (file
     missing, YAML syntax with line and column, empty, schema and semantics), one line on error."""
@@ -51,12 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
         print("usage: python -m workflows.experiments PROFILE.yaml", file=sys.stderr)
-        return 2
-    try:
-        profile = load_profile(argv[0])
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+        return USER_ERROR
+    profile = load_profile(argv[0])
     n_runs = sum(len(exp["seeds"]) for exp in resolve(profile).values())
     print(f"{argv[0]}: profile {profile['profile']!r}, {len(profile['experiments'])} entries, {n_runs} runs")
     return 0
@@ -130,7 +128,12 @@ def _merge(parent, child, path: tuple[str, ...] = ()):
 
 
 def _schema() -> dict:
-    return yaml.safe_load(SCHEMA_PATH.read_text())
+    """The profile schema, its entries of ``evals`` those of the registry (``evals/registry.py``)."""
+    from evals.registry import item_schema
+
+    schema = yaml.safe_load(SCHEMA_PATH.read_text())
+    schema["properties"]["experiments"]["items"]["properties"]["evals"]["items"] = item_schema()
+    return schema
 
 
 def _where(config, path) -> str:
@@ -392,8 +395,9 @@ def _check_semantics(config: dict, exp: dict) -> None:
             raise ConfigError(problem)
     _check_evals(config, exp, spec, typed)
     _check_data(config, exp, spec, typed)
-    if "embedded" in exp["evals"] and config["corpus"]["source"] != "synthetic":
-        raise ConfigError("evals: embedded tasks are built from the synthetic world, and corpus.source is "
+    world = [name for name in exp["evals"] if find(name).world_tasks]
+    if world and config["corpus"]["source"] != "synthetic":
+        raise ConfigError(f"evals: {world[0]} tasks are built from the synthetic world, and corpus.source is "
                           f"{config['corpus']['source']}; use zeroshot / lm_ppl (real tasks) instead")
     if "codebook" in exp["evals"] and getattr(typed, "predictor", None) != "codebook":
         raise ConfigError(f"evals: codebook measures product-VQ usage, and model.arch={model['arch']} has no "
@@ -406,12 +410,12 @@ def _check_semantics(config: dict, exp: dict) -> None:
 def _check_evals(config: dict, exp: dict, spec, typed) -> None:
     """Each evaluation applies to the experiment's model: likelihood evals to causal token LMs, recon
     to NCM tokenizers (and generators, through their frozen tokenizer), Gen. PPL to models that sample."""
-    from evals.genppl.sample import EVAL_NAME, parse_eval, sampler_kind, truncates
+    from evals.genppl.sample import parse_eval, sampler_kind, truncates
     from models.registry import REGISTRY
 
     arch, evals = spec.name, exp["evals"]
-    for name in ("ppl", "embedded", "zeroshot", "lm_ppl"):
-        if name in evals and arch not in REGISTRY:
+    for name in evals:
+        if find(name).likelihood and arch not in REGISTRY:
             raise ConfigError(f"evals: {name} scores next-token likelihoods and model.arch={arch} has none; give this "
                               "experiment evals of its kind (recon for ncm_tokenizer, genppl for ncm and mdlm_*)")
     if "boundaries" in evals and getattr(typed, "boundary_predictor", None) is None:
@@ -420,7 +424,7 @@ def _check_evals(config: dict, exp: dict, spec, typed) -> None:
     if "recon" in evals and arch not in ("ncm_tokenizer", "ncm"):
         raise ConfigError(f"evals: recon measures an NCM tokenizer's reconstruction and model.arch={arch} has none; "
                           "drop 'recon' or use arch ncm_tokenizer / ncm")
-    generative = {name: parse_eval(name) for name in evals if EVAL_NAME.match(name)}
+    generative = {name: parse_eval(name) for name in evals if find(name).name == "genppl"}
     if not generative:
         return
     kind = sampler_kind(spec.build)
@@ -449,10 +453,6 @@ def _check_evals(config: dict, exp: dict, spec, typed) -> None:
                           "temperature; see config/default.yaml)")
 
 
-CONDITIONAL = re.compile(r"^cond(_k[0-9]+)?(_mbr[1-9][0-9]*)?(_cfg[0-9]+(\.[0-9]+)?)?$")  # evals.conditional names
-PAIRED_EVALS = ("recon",)  # evaluations that read paired data besides the conditional ones
-
-
 def _check_data(config: dict, exp: dict, spec, typed) -> None:
     """The experiment's dataset (``data:``) fits its model: a paired dataset is read whole (model.seq_len =
     source_len + target_len; token LMs, ncm and mdlm_* take the source as a prefix, ``model.prefix_len``
@@ -462,7 +462,7 @@ def _check_data(config: dict, exp: dict, spec, typed) -> None:
     ds = datasets(config)[exp["data"]]
     layout, seq_len = ds["layout"], exp["model"]["seq_len"]
     prefix = getattr(typed, "prefix_len", None)
-    conditional = [name for name in exp["evals"] if CONDITIONAL.match(name)]
+    conditional = [name for name in exp["evals"] if find(name).data == "pairs"]
     if layout is None:
         if prefix:
             raise ConfigError(f"model.prefix_len={prefix}: a source prefix needs paired data; set data: <an id of datasets>")
@@ -474,23 +474,23 @@ def _check_data(config: dict, exp: dict, spec, typed) -> None:
 
     kind = sampler_kind(spec.build)
     for name in conditional:
+        variant = find(name).match(name)
         if kind is None:
             raise ConfigError(f"evals: {name} generates targets and model.arch={spec.name} does not generate; use a "
                               "token LM, ncm or mdlm_* experiment")
-        if "_k" in name and kind != "ncm":
+        if "scales" in variant and kind != "ncm":
             raise ConfigError(f"evals: {name} completes real coarse scales: NCM's diagnostic (model.arch={spec.name})")
-        if "_cfg" in name and kind != "ncm":
+        if "guidance" in variant and kind != "ncm":
             raise ConfigError(f"evals: {name}: classifier-free guidance is NCM's (model.arch={spec.name}); use cond or "
                               "cond_mbr<n>")
-        if "_cfg" in name and not typed.cond_dropout:
+        if "guidance" in variant and not typed.cond_dropout:
             raise ConfigError(f"evals: {name}: guidance needs the null condition, never trained with "
                               "model.cond_dropout=0; set it (0.1) or drop the guided eval")
-        scales = re.match(r"^cond_k([0-9]+)", name)
-        if scales and int(scales[1]) > typed.tokenizer_config.K:
-            raise ConfigError(f"evals: {name} completes the first {scales[1]} real scales and the tokenizer has K="
+        if "scales" in variant and int(variant["scales"]) > typed.tokenizer_config.K:
+            raise ConfigError(f"evals: {name} completes the first {variant['scales']} real scales and the tokenizer has K="
                               f"{typed.tokenizer_config.K}; use j <= K")
     P, L = layout["source_len"], layout["target_len"]
-    other = [name for name in exp["evals"] if not CONDITIONAL.match(name) and name not in PAIRED_EVALS]
+    other = [name for name in exp["evals"] if find(name).data == "stream"]
     if other:
         raise ConfigError(f"evals: {other[0]} reads a token stream and {exp['data']} holds paired examples; use cond, "
                           "cond_mbr<n>, cond_cfg<w> (and recon for NCM)")
@@ -722,7 +722,8 @@ def explicit_model(model: dict) -> dict:
 
 def run_config(config: dict, exp_id: str, seed: int) -> dict:
     """The full settings of one training run: what its config hash covers (with ``upstream``: the
-    experiment and seed of the run it builds on)."""
+    experiment and seed of the run it builds on). The ``eval`` settings are not among them: the DAG hands
+    them to the evaluations (``eval.batch_size``: lm-eval's batch), so editing them re-trains nothing."""
     from models.registry import get_spec
 
     experiments = resolve(config)
@@ -731,7 +732,7 @@ def run_config(config: dict, exp_id: str, seed: int) -> dict:
     exp = experiments[exp_id]
     data = datasets(config)[exp["data"]]
     run = {"id": exp_id, "seed": seed, "corpus": data["corpus"], "tokenizer": data["tokenizer"],
-           **{s: exp[s] for s in SECTIONS}, "model": explicit_model(exp["model"])}
+           **{s: exp[s] for s in TRAINING}, "model": explicit_model(exp["model"])}
     if data["layout"] is not None:  # paired examples: source_len + target_len tokens per window
         run["layout"] = dict(data["layout"])
     if exp["upstream"] is not None:  # the stage-1 run this one builds on, and its model with every default

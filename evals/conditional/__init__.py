@@ -30,7 +30,6 @@ scale), combinable (``cond_mbr16_cfg1.5``). NFE is the number of network calls p
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 
@@ -40,10 +39,9 @@ import torch
 from common.errors import ReproError
 from common.io import atomic_write_json, atomic_write_text, sha256_file
 from evals.conditional.metrics import bleu, mbr_select, rouge
+from evals.registry import BY_NAME
 from evals.result import result_record
 
-EVAL_NAME = re.compile(r"^cond(?:_k(?P<scales>[0-9]+))?(?:_mbr(?P<mbr>[1-9][0-9]*))?"
-                       r"(?:_cfg(?P<guidance>[0-9]+(?:\.[0-9]+)?))?$")
 # The profile's ``conditional`` section: its defaults
 SETTINGS_DEFAULTS = {"examples": 200, "batch_size": 50, "temperature": 0.0, "top_k": None, "top_p": None,
                      "mbr_temperature": 1.0, "mbr_utility": None, "steps": None, "seed": 0}
@@ -60,19 +58,13 @@ def with_defaults(settings: dict) -> dict:
 
 
 def parse_eval(name: str) -> dict:
-    """``{"scales": j, "mbr": n, "guidance": w}`` (each may be absent) of a conditional eval name."""
-    match = EVAL_NAME.match(name)
+    """``{"scales": j, "mbr": n, "guidance": w}`` (each may be absent) of a conditional eval name (the ``cond``
+    family of ``evals.registry``)."""
+    match = BY_NAME["cond"].match(name)
     if match is None:
         raise ConditionalEvalError(f"{name!r} is not a conditional evaluation: use cond, cond_k<j>, cond_mbr<n>, "
                                    "cond_cfg<w>")
-    out = {}
-    if match["scales"]:
-        out["scales"] = int(match["scales"])
-    if match["mbr"]:
-        out["mbr"] = int(match["mbr"])
-    if match["guidance"]:
-        out["guidance"] = float(match["guidance"])
-    return out
+    return {key: float(value) if key == "guidance" else int(value) for key, value in match.items()}
 
 
 def task_of(run_cfg: dict) -> str:

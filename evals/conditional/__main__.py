@@ -4,16 +4,15 @@
         --tokens results/data/world_translate/tokens --eval cond_mbr8 --settings '{"examples": 200}' \\
         --out results/runs/ncm_wmt_s/seed0/eval/cond_mbr8.json
 
-Exit status 0 on success, 1 with a one-line error.
+Exit status 0 on success, 2 with a one-line error on bad input (``common.errors.entry_point``).
 """
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-from common.errors import ReproError
+from common.errors import entry_point
 
 
 def parser() -> argparse.ArgumentParser:
@@ -28,27 +27,24 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
+    import torch
+
+    from evals.conditional import ConditionalEvalError, evaluate_conditional
+
+    if a.threads:
+        torch.set_num_threads(a.threads)
     try:
-        import torch
-
-        from evals.conditional import ConditionalEvalError, evaluate_conditional
-
-        if a.threads:
-            torch.set_num_threads(a.threads)
-        try:
-            settings = json.loads(a.settings)
-        except json.JSONDecodeError as e:
-            raise ConditionalEvalError(f"--settings: not JSON ({e}); pass the profile's conditional section") from e
-        run = Path(a.run_dir)
-        r = evaluate_conditional(run / "final" if (run / "final").is_dir() else run, a.tokenizer, a.tokens, a.out,
-                                 settings, a.eval)
-        print(json.dumps(r["metrics"], indent=1))
-        return 0
-    except ReproError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+        settings = json.loads(a.settings)
+    except json.JSONDecodeError as e:
+        raise ConditionalEvalError(f"--settings: not JSON ({e}); pass the profile's conditional section") from e
+    run = Path(a.run_dir)
+    r = evaluate_conditional(run / "final" if (run / "final").is_dir() else run, a.tokenizer, a.tokens, a.out,
+                             settings, a.eval)
+    print(json.dumps(r["metrics"], indent=1))
+    return 0
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import argparse
 import json
 import sys
 
-from common.errors import ReproError
+from common.errors import entry_point
 from evals.genppl.protocol import GenPPLError
 
 
@@ -77,43 +77,40 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
-    try:
-        if a.command == "export-judge":
-            from evals.genppl.export import export_judge
+    if a.command == "export-judge":
+        from evals.genppl.export import export_judge
 
-            out = export_judge(a.run_dir, a.tokenizer, a.out)
-            print(f"judge written to {out}")
-            return 0
-        if a.threads:
-            import torch
-            torch.set_num_threads(a.threads)
-        if a.command == "evaluate":
-            from evals.genppl.sample import evaluate_genppl
+        out = export_judge(a.run_dir, a.tokenizer, a.out)
+        print(f"judge written to {out}")
+        return 0
+    if a.threads:
+        import torch
+        torch.set_num_threads(a.threads)
+    if a.command == "evaluate":
+        from evals.genppl.sample import evaluate_genppl
 
-            try:
-                settings = json.loads(a.settings)
-            except json.JSONDecodeError as e:
-                raise GenPPLError(f"--settings: not JSON ({e}); pass the profile's genppl section as JSON") from e
-            from evals.genppl.sample import parse_eval
+        try:
+            settings = json.loads(a.settings)
+        except json.JSONDecodeError as e:
+            raise GenPPLError(f"--settings: not JSON ({e}); pass the profile's genppl section as JSON") from e
+        from evals.genppl.sample import parse_eval
 
-            try:
-                variant = parse_eval(a.eval)
-            except ValueError as e:
-                raise GenPPLError(f"--eval: {e}") from e
-            r = evaluate_genppl(a.run_dir, a.tokenizer, a.judge, a.out, settings, variant=variant, tokens_dir=a.tokens)
-            print(json.dumps(r["metrics"], indent=1))
-            return 0
-        from evals.genppl.score import score_samples
+        try:
+            variant = parse_eval(a.eval)
+        except ValueError as e:
+            raise GenPPLError(f"--eval: {e}") from e
+        r = evaluate_genppl(a.run_dir, a.tokenizer, a.judge, a.out, settings, variant=variant, tokens_dir=a.tokens)
+        print(json.dumps(r["metrics"], indent=1))
+        return 0
+    from evals.genppl.score import score_samples
 
-        r = score_samples(a.samples, a.judge, a.model_tokenizer, a.run_dir, a.out, world_settings=a.world_settings,
-                          use_world=not a.no_world, boundaries=a.boundaries, max_length=a.max_length,
-                          batch_size=a.batch_size, pad_eos=a.pad_eos, max_unknown_rate=a.max_unknown_rate,
-                          device=a.device, dtype=a.dtype)
-    except ReproError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    r = score_samples(a.samples, a.judge, a.model_tokenizer, a.run_dir, a.out, world_settings=a.world_settings,
+                      use_world=not a.no_world, boundaries=a.boundaries, max_length=a.max_length,
+                      batch_size=a.batch_size, pad_eos=a.pad_eos, max_unknown_rate=a.max_unknown_rate,
+                      device=a.device, dtype=a.dtype)
     print(json.dumps({k: v for k, v in r["metrics"].items()}, indent=1))
     return 0
 

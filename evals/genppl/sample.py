@@ -29,7 +29,6 @@ and DUO's protocol); other settings are refused for it rather than ignored.
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 
@@ -37,6 +36,7 @@ import torch
 
 from common.io import atomic_write_text
 from evals.genppl.protocol import GenPPLError, load_judge
+from evals.registry import BY_NAME
 
 
 # The profile's ``genppl`` section: its defaults (every key the sampler and the scorer read)
@@ -55,17 +55,14 @@ def truncates(settings: dict) -> bool:
     return settings["temperature"] != 1.0 or bool(settings["top_k"]) or (settings["top_p"] or 1.0) < 1.0
 
 
-EVAL_NAME = re.compile(r"^genppl(?:_s(?P<steps>[1-9][0-9]*)|_k(?P<scales>[0-9]+)|_(?P<data>data))?$")
-
-
 def parse_eval(name: str) -> dict:
-    """``{"steps": N}``, ``{"scales": j}``, ``{"data": True}`` or ``{}`` for a Gen. PPL eval name;
-    ValueError for any other name."""
-    match = EVAL_NAME.match(name)
+    """``{"steps": N}``, ``{"scales": j}``, ``{"data": True}`` or ``{}`` for a Gen. PPL eval name (the
+    ``genppl`` family of ``evals.registry``); ValueError for any other name."""
+    match = BY_NAME["genppl"].match(name)
     if match is None:
         raise ValueError(f"{name!r} is not a Gen. PPL evaluation: use genppl, genppl_s<steps>, genppl_k<scales> or "
                          "genppl_data")
-    return {key: True if key == "data" else int(value) for key, value in match.groupdict().items() if value}
+    return {key: True if key == "data" else int(value) for key, value in match.items()}
 
 
 def sampler_kind(model_cls: type) -> str | None:

@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from common.errors import ReproError
+from common.errors import entry_point
 
 
 def _limit(text: str) -> float | int:
@@ -55,28 +55,26 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
-    try:
-        if a.local_data and a.skip_missing_root:
-            import yaml
-            root = a.local_root or (yaml.safe_load(Path(a.local_data).read_text()) or {}).get("root", ".")
-            if not Path(root).is_dir():
-                print(f"skipped: local data root {root} not found")
-                return 0
-        if a.threads:
-            import torch
-            torch.set_num_threads(a.threads)
-        from evals.harness.run import evaluate
+    if a.local_data and a.skip_missing_root:
+        import yaml
+        root = a.local_root or (yaml.safe_load(Path(a.local_data).read_text()) or {}).get("root", ".")
+        if not Path(root).is_dir():
+            print(f"skipped: local data root {root} not found")
+            return 0
+    from evals.harness.run import execute, plan
 
-        r = evaluate(a.run_dir, a.tokenizer, a.tasks, a.out, task_dirs=a.task_dir, limit=a.limit,
-                     batch_size=a.batch_size, num_fewshot=a.num_fewshot, local_data=a.local_data,
-                     local_root=a.local_root, cache_dir=a.cache_dir, samples_path=a.samples,
-                     expect_arch=a.expect_arch, rolling_context_len=a.rolling_context,
-                     bootstrap_iters=a.bootstrap_iters, device=a.device, offline=True if a.offline else None)
-    except ReproError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    p = plan(a.run_dir, a.tokenizer, a.tasks, a.out, task_dirs=a.task_dir, num_fewshot=a.num_fewshot,
+             local_data=a.local_data, local_root=a.local_root, samples_path=a.samples,
+             offline=True if a.offline else None, limit=a.limit, batch_size=a.batch_size, cache_dir=a.cache_dir,
+             expect_arch=a.expect_arch, rolling_context_len=a.rolling_context, bootstrap_iters=a.bootstrap_iters,
+             device=a.device)
+    if a.threads:
+        import torch
+        torch.set_num_threads(a.threads)
+    r = execute(p)
     table = r["details"]["table_metrics"]
     shown = {k: r["metrics"][k] for k in table} or {k: v for k, v in r["metrics"].items() if not k.endswith("_stderr")}
     print(f"{r['experiment']} seed {r['seed']} -> {a.out}: " +

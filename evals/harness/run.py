@@ -1,15 +1,17 @@
 """Evaluate one trained checkpoint on task suites with the unforked lm-evaluation-harness.
 
-Order of work (every bad input is a one-line ``HarnessError`` before the first request is scored):
+Four steps (every bad input is a one-line ``HarnessError`` before the first request is scored):
 
-1. resolve suites and task names (``evals/tasks/suites.yaml``);
-2. validate and convert local data (``--local-data``), write its task YAMLs;
-3. set ``HF_HUB_OFFLINE`` / ``HF_DATASETS_OFFLINE`` for offline suites (embedded, local) or ``offline=True``;
-4. load the checkpoint (sha256, registered family, expected family, tokenizer vocabulary);
-5. index the task folders (lm-eval's ~15k built-in tasks only when a name is not found there),
-   reject unknown names, load every task's data;
-6. ``lm_eval.simple_evaluate`` once per n-shot with ``log_samples=True``;
-7. write the result JSON (``config/schemas/result.schema.json``) and the per-sample log beside it.
+1. ``plan``: resolve suites and task names (``evals/tasks/suites.yaml``), check the task folders, the
+   checkpoint's manifest and the local-data config (``--local-data``); nothing heavy is imported;
+2. ``load``: validate and convert local data, write its task YAMLs; set ``HF_HUB_OFFLINE`` /
+   ``HF_DATASETS_OFFLINE`` for offline suites (embedded, local) or ``offline=True``; load the checkpoint
+   (sha256, registered family, expected family, tokenizer vocabulary); index the task folders (lm-eval's
+   ~15k built-in tasks only when a name is not found there), reject unknown names, load every task's data;
+3. ``run``: ``lm_eval.simple_evaluate`` once per n-shot with ``log_samples=True``;
+4. ``record``: write the result JSON (``config/schemas/result.schema.json``) and the per-sample log beside it.
+
+``evaluate`` (``plan`` then ``execute``: load, run, record) does all four.
 
 Result keys are ``<task>/<metric>`` for every metric lm-eval reports (``<metric>:<filter>`` for
 filters other than ``none``; ``<task>/<metric>_stderr`` for standard errors; 'N/A' becomes null),
@@ -26,11 +28,12 @@ import json
 import math
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from common.io import atomic_write_bytes, atomic_write_json, atomic_write_text, sha256_file
 from evals.harness.errors import HarnessError
-from evals.harness.suites import Plan, resolve, split_names
+from evals.harness.suites import TaskPlan, resolve, split_names
 from evals.result import result_record
 
 LMEVAL_SEEDS = {"random_seed": 0, "numpy_random_seed": 1234, "torch_random_seed": 1234, "fewshot_random_seed": 1234}
@@ -90,47 +93,100 @@ def _load_tasks(tm, names: list[str]) -> dict:
     return objects
 
 
-def evaluate(run_dir: str | Path, tokenizer: str | Path, tasks: str | list[str], out: str | Path, *,
-             task_dirs: list[str | Path] = (), limit: float | None = None, batch_size: int = 16,
-             num_fewshot: int | None = None, local_data: str | Path | None = None,
-             local_root: str | Path | None = None, local_dir: str | Path | None = None,
-             cache_dir: str | Path | None = None, samples_path: str | Path | None = None,
-             expect_arch: str | None = None, rolling_context_len: int = 1, bootstrap_iters: int = 1000,
-             device: str = "auto", offline: bool | None = None, suites: dict | None = None) -> dict:
-    """Evaluate the run in ``run_dir`` (its ``final/`` checkpoint) and write the result JSON ``out``."""
-    t0 = time.perf_counter()
-    out = Path(out)
-    run_dir = Path(run_dir)
+@dataclass(frozen=True)
+class EvalPlan:
+    """What one evaluation runs, checked before anything heavy is loaded (``plan``)."""
+    final_dir: Path                   # the checkpoint (its manifest read)
+    tokenizer: Path
+    out: Path                         # the result JSON; its stem is the eval name
+    samples: Path                     # the per-sample log (``.gz``: compressed)
+    requested: list[str]              # the names given (suites and tasks)
+    tasks: TaskPlan                   # the suites resolved: task -> n-shot, the table metrics
+    task_dirs: list[Path]             # folders of task YAMLs
+    local: dict | None = None         # local-data config (``evals.tasks.local_data.read_config``)
+    local_dir: Path | None = None     # where ``load`` writes the local tasks' YAMLs
+    offline: bool = True              # no network for the hub and datasets
+    limit: float | int | None = None
+    num_fewshot: int | None = None
+    batch_size: int = 16
+    cache_dir: Path | None = None
+    expect_arch: str | None = None
+    rolling_context_len: int = 1
+    bootstrap_iters: int = 1000
+    device: str = "auto"
+
+
+def plan(run_dir: str | Path, tokenizer: str | Path, tasks: str | list[str], out: str | Path, *,
+         task_dirs: list[str | Path] = (), num_fewshot: int | None = None, local_data: str | Path | None = None,
+         local_root: str | Path | None = None, local_dir: str | Path | None = None,
+         samples_path: str | Path | None = None, offline: bool | None = None, suites: dict | None = None,
+         **options) -> EvalPlan:
+    """The plan of evaluating the run in ``run_dir`` (its ``final/`` checkpoint) on ``tasks`` into ``out``:
+    suites resolved, task folders, checkpoint manifest and local-data config checked (one-line
+    ``HarnessError``s), nothing loaded. ``options``: the other fields of ``EvalPlan``."""
+    from evals.harness.checkpoints import read_final_manifest
+
+    out, run_dir = Path(out), Path(run_dir)
     final_dir = run_dir / "final" if (run_dir / "final").is_dir() else run_dir
-    plan: Plan = resolve(split_names(tasks), suites, num_fewshot)
-    task_dirs = [Path(d).resolve() for d in task_dirs]
-    for d in task_dirs:
+    requested = split_names(tasks)
+    resolved = resolve(requested, suites, num_fewshot)
+    dirs = [Path(d).resolve() for d in task_dirs]
+    for d in dirs:
         if not d.is_dir():
             raise HarnessError(f"{d}: task folder not found (--task-dir)")
-
-    local_manifest = {}
+    read_final_manifest(final_dir)
+    local = None
     if local_data is not None:
-        from evals.tasks.local_data import prepare_local_tasks, read_config
+        from evals.tasks.local_data import read_config
 
-        config = read_config(local_data, local_root)
+        local = read_config(local_data, local_root)
         local_dir = Path(local_dir) if local_dir else out.parent / f".{out.stem}_local_tasks"
-        local_manifest = prepare_local_tasks(config, local_dir, [t for t in plan.tasks if t in config])
-        task_dirs.append(Path(local_dir).resolve())
+    return EvalPlan(final_dir, Path(tokenizer), out,
+                    Path(samples_path) if samples_path else out.with_name(f"{out.stem}.samples.jsonl"), requested,
+                    resolved, dirs, local, local_dir, bool(offline or (offline is None and resolved.offline)),
+                    num_fewshot=num_fewshot, **options)
 
-    if offline or (offline is None and plan.offline):
+
+@dataclass
+class Loaded:
+    """What ``load`` built for a plan: the model, the task manager and the tasks with their data."""
+    lm: object                        # evals.harness.adapter.ReproLM
+    tm: object                        # lm_eval.tasks.TaskManager
+    objects: dict                     # task name -> built lm-eval Task / Group
+    task_dirs: list[Path]             # the plan's, and the local tasks' folder
+    local_manifest: dict
+    cache: str | None                 # lm-eval's request cache prefix
+
+
+def load(p: EvalPlan) -> Loaded:
+    """Local data validated and converted, then the checkpoint (sha256, family, tokenizer), then every
+    task and its data: each refusal a one-line ``HarnessError`` before the first request is scored."""
+    task_dirs, local_manifest = list(p.task_dirs), {}
+    if p.local is not None:
+        from evals.tasks.local_data import prepare_local_tasks
+
+        local_manifest = prepare_local_tasks(p.local, p.local_dir, [t for t in p.tasks.tasks if t in p.local])
+        task_dirs.append(Path(p.local_dir).resolve())
+    if p.offline:
         configure_offline()
     os.environ.setdefault("DISABLE_MULTIPROC", "1")  # lm-eval's bootstrap: serial, no process pool
 
     from evals.harness.adapter import ReproLM
 
-    lm = ReproLM.from_run(final_dir, tokenizer, expect_arch=expect_arch, batch_size=batch_size,
-                          rolling_context_len=rolling_context_len, device=device)
+    lm = ReproLM.from_run(p.final_dir, p.tokenizer, expect_arch=p.expect_arch, batch_size=p.batch_size,
+                          rolling_context_len=p.rolling_context_len, device=p.device)
+    tm = _task_manager(task_dirs, list(p.tasks.tasks))
+    return Loaded(lm, tm, _load_tasks(tm, list(p.tasks.tasks)), task_dirs, local_manifest,
+                  cache_prefix(Path(p.cache_dir), lm) if p.cache_dir else None)
 
-    import lm_eval
+
+def _task_manager(task_dirs: list[Path], names: list[str]):
+    """lm-eval's TaskManager over ``task_dirs`` (its ~15k built-in tasks indexed only when a name is not
+    found there); an unknown name is refused with the nearest ones."""
     from lm_eval.tasks import TaskManager
 
     tm = TaskManager(include_path=[str(d) for d in task_dirs] or None, include_defaults=False)
-    missing = [t for t in plan.tasks if t not in tm.all_tasks]
+    missing = [t for t in names if t not in tm.all_tasks]
     if missing:
         tm = TaskManager(include_path=[str(d) for d in task_dirs] or None, include_defaults=True)
         unknown = [t for t in missing if t not in tm.all_tasks]
@@ -139,29 +195,72 @@ def evaluate(run_dir: str | Path, tokenizer: str | Path, tasks: str | list[str],
             from evals.harness.suites import load_suites
             raise HarnessError(f"unknown task {unknown[0]!r}: not a suite ({', '.join(sorted(load_suites()))}), "
                                f"not in --task-dir, not an lm-eval task" + (f"; did you mean {close}?" if close else ""))
-    objects = _load_tasks(tm, list(plan.tasks))
+    return tm
 
-    cache = cache_prefix(Path(cache_dir), lm) if cache_dir else None
+
+def run(p: EvalPlan, loaded: Loaded) -> dict:
+    """``lm_eval.simple_evaluate`` once per n-shot, with every sample logged; lm-eval's outputs merged."""
+    import lm_eval
+
     merged = {"results": {}, "versions": {}, "n-shot": {}, "n-samples": {}, "configs": {}, "samples": {},
               "higher_is_better": {}}
-    for shots, names in plan.by_fewshot().items():
-        res = lm_eval.simple_evaluate(model=lm, tasks=[objects[n] for n in names], task_manager=tm,
-                                      num_fewshot=shots, limit=limit, bootstrap_iters=bootstrap_iters,
-                                      log_samples=True, use_cache=cache, **LMEVAL_SEEDS)
+    for shots, names in p.tasks.by_fewshot().items():
+        res = lm_eval.simple_evaluate(model=loaded.lm, tasks=[loaded.objects[n] for n in names],
+                                      task_manager=loaded.tm, num_fewshot=shots, limit=p.limit,
+                                      bootstrap_iters=p.bootstrap_iters, log_samples=True, use_cache=loaded.cache,
+                                      **LMEVAL_SEEDS)
         for part in merged:
             merged[part].update(res.get(part) or {})
         merged["results"].update(res.get("groups") or {})
         for task in res.get("results", {}):
             merged["n-shot"].setdefault(task, shots)
+    return merged
 
+
+def record(p: EvalPlan, loaded: Loaded, merged: dict, started: float) -> dict:
+    """The result JSON (``config/schemas/result.schema.json``) and the sample log, written; the result."""
+    metrics, table = _metrics(merged["results"], p.tasks.table_metrics)
+    n_samples = _write_samples(p.samples, merged["samples"], merged["n-shot"])
+    lm = loaded.lm
+    details = {
+        "harness": {"lm_eval": importlib.metadata.version("lm_eval"), "paper_harness": {
+            "conceptlm": "v0.4.4 per the paper; 0.4.9.2 bundled with its code"}, "model_info": lm.get_model_info(),
+            "adapter_stats": dict(lm.stats)},
+        "suites": p.tasks.suites, "requested": p.requested, "tasks": _task_details(merged),
+        "table_metrics": table, "external_metrics": p.tasks.external, "limit": p.limit,
+        "num_fewshot_override": p.num_fewshot, "batch_size": p.batch_size, "seeds": LMEVAL_SEEDS,
+        "bootstrap_iters": p.bootstrap_iters, "offline": os.environ.get("HF_DATASETS_OFFLINE") == "1",
+        "request_cache": loaded.cache, "task_dirs": [str(d) for d in loaded.task_dirs],
+        "local_data": loaded.local_manifest or None,
+        "samples": {"file": p.samples.name, "n": n_samples, "sha256": sha256_file(p.samples)}}
+    result = result_record(lm.info["manifest"], p.out, metrics, details, started)
+    atomic_write_json(p.out, json.loads(json.dumps(result, default=str)))
+    return result
+
+
+def execute(p: EvalPlan) -> dict:
+    """load -> run -> record: evaluate a plan and write its result JSON."""
+    started = time.perf_counter()
+    loaded = load(p)
+    return record(p, loaded, run(p, loaded), started)
+
+
+def evaluate(run_dir: str | Path, tokenizer: str | Path, tasks: str | list[str], out: str | Path, **kwargs) -> dict:
+    """Evaluate the run in ``run_dir`` and write the result JSON ``out`` (``plan``'s arguments)."""
+    return execute(plan(run_dir, tokenizer, tasks, out, **kwargs))
+
+
+def _metrics(results: dict, table_metrics: list) -> tuple[dict, dict]:
+    """(``<task>/<metric>`` -> value for every metric lm-eval reported, plus the suites' table keys; the
+    table keys' provenance)."""
     metrics = {}
-    for task, values in merged["results"].items():
+    for task, values in results.items():
         for name, value in values.items():
             key = metric_key(task, name) if name not in _NOT_METRICS else None
             if key:
                 metrics[key] = _number(value)
     table = {}
-    for tm_ in plan.table_metrics:
+    for tm_ in table_metrics:
         raw = metric_key(tm_.task, tm_.metric if "," in tm_.metric else f"{tm_.metric},none")
         if raw not in metrics:
             raise HarnessError(f"task {tm_.task}: lm-eval reported no metric {tm_.metric!r} (got "
@@ -170,34 +269,22 @@ def evaluate(run_dir: str | Path, tokenizer: str | Path, tasks: str | list[str],
         metrics[tm_.key] = metrics[raw]
         table[tm_.key] = {"task": tm_.task, "metric": tm_.metric, "lm_eval_key": raw, "basis": tm_.basis,
                           "note": tm_.note, "suite": tm_.suite}
+    return metrics, table
 
-    samples_path = Path(samples_path) if samples_path else out.with_name(f"{out.stem}.samples.jsonl")
-    n_samples = _write_samples(samples_path, merged["samples"], merged["n-shot"])
 
-    task_details = {}
+def _task_details(merged: dict) -> dict:
+    """Per task: version, n-shot, sample counts, output type, data source, direction of its metrics."""
+    details = {}
     for task in merged["results"]:
         cfg = merged["configs"].get(task, {})
-        task_details[task] = {
+        details[task] = {
             "version": merged["versions"].get(task), "n_shot": merged["n-shot"].get(task),
             "n_samples": merged["n-samples"].get(task), "output_type": cfg.get("output_type"),
             "dataset_path": cfg.get("dataset_path"), "dataset_name": cfg.get("dataset_name"),
             "data_files": (cfg.get("dataset_kwargs") or {}).get("data_files"),
             "local_data": (cfg.get("metadata") or {}).get("local_data"),
             "higher_is_better": merged["higher_is_better"].get(task)}
-    manifest = lm.info["manifest"]
-    details = {
-        "harness": {"lm_eval": importlib.metadata.version("lm_eval"), "paper_harness": {
-            "conceptlm": "v0.4.4 per the paper; 0.4.9.2 bundled with its code"}, "model_info": lm.get_model_info(),
-            "adapter_stats": dict(lm.stats)},
-        "suites": plan.suites, "requested": split_names(tasks), "tasks": task_details, "table_metrics": table,
-        "external_metrics": plan.external, "limit": limit, "num_fewshot_override": num_fewshot,
-        "batch_size": batch_size, "seeds": LMEVAL_SEEDS, "bootstrap_iters": bootstrap_iters,
-        "offline": os.environ.get("HF_DATASETS_OFFLINE") == "1", "request_cache": cache,
-        "task_dirs": [str(d) for d in task_dirs], "local_data": local_manifest or None,
-        "samples": {"file": samples_path.name, "n": n_samples, "sha256": sha256_file(samples_path)}}
-    result = result_record(manifest, out, metrics, details, t0)
-    atomic_write_json(out, json.loads(json.dumps(result, default=str)))
-    return result
+    return details
 
 
 def _write_samples(path: Path, samples: dict, n_shot: dict) -> int:

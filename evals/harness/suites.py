@@ -30,7 +30,7 @@ class TableMetric:
 
 
 @dataclass
-class Plan:
+class TaskPlan:
     tasks: dict[str, int] = field(default_factory=dict)          # task -> n-shot, in order
     table_metrics: list[TableMetric] = field(default_factory=list)
     suites: list[str] = field(default_factory=list)
@@ -68,10 +68,10 @@ def split_names(spec: str | list[str]) -> list[str]:
     return names
 
 
-def resolve(names: list[str], suites: dict[str, dict] | None = None, num_fewshot: int | None = None) -> Plan:
+def resolve(names: list[str], suites: dict[str, dict] | None = None, num_fewshot: int | None = None) -> TaskPlan:
     """The plan for ``names`` (suites expanded). ``num_fewshot`` overrides every task's n-shot."""
     suites = load_suites() if suites is None else suites
-    plan = Plan()
+    plan = TaskPlan()
     for name in names:
         if name in suites:
             suite = suites[name]

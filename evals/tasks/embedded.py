@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from common.errors import entry_point
 from common.io import atomic_write_json, atomic_write_text, sha256_file
 from evals.harness.errors import HarnessError
 
@@ -279,6 +280,7 @@ def build_embedded_tasks(world: dict, seed: int, out_dir: str | Path, *, split: 
     return manifest
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m evals.tasks.embedded", description=__doc__.split("\n\n")[0])
     src = p.add_mutually_exclusive_group(required=True)
@@ -289,22 +291,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n-items", type=int, default=300)
     p.add_argument("--n-ppl-docs", type=int, default=200)
     a = p.parse_args(argv)
-    try:
-        if a.settings:
-            try:
-                corpus = json.loads(Path(a.settings).read_text())["corpus"]
-            except (OSError, json.JSONDecodeError, KeyError) as e:
-                raise HarnessError(f"{a.settings}: cannot read corpus settings ({e!r})") from e
-            if corpus.get("source") != "synthetic":
-                raise HarnessError(f"{a.settings}: corpus.source={corpus.get('source')!r}; embedded tasks need the "
-                                   "synthetic world (real corpora use the real tasks)")
-            world, seed = corpus.get("synthetic", {}), int(corpus.get("seed", 0))
-        else:
+    if a.settings:
+        try:
+            corpus = json.loads(Path(a.settings).read_text())["corpus"]
+        except (OSError, json.JSONDecodeError, KeyError) as e:
+            raise HarnessError(f"{a.settings}: cannot read corpus settings ({e!r})") from e
+        if corpus.get("source") != "synthetic":
+            raise HarnessError(f"{a.settings}: corpus.source={corpus.get('source')!r}; embedded tasks need the "
+                               "synthetic world (real corpora use the real tasks)")
+        world, seed = corpus.get("synthetic", {}), int(corpus.get("seed", 0))
+    else:
+        try:
             world, seed = json.loads(a.world), a.seed
-        m = build_embedded_tasks(world, seed, a.out, n_items=a.n_items, n_ppl_docs=a.n_ppl_docs)
-    except HarnessError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        except json.JSONDecodeError as e:
+            raise HarnessError(f"--world: not JSON ({e}); give the WorldConfig fields as a JSON object") from e
+    m = build_embedded_tasks(world, seed, a.out, n_items=a.n_items, n_ppl_docs=a.n_ppl_docs)
     print("embedded tasks: " + ", ".join(f"{t} {v['n_items']}" for t, v in m["tasks"].items()))
     return 0
 

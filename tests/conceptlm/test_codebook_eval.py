@@ -73,7 +73,7 @@ def test_run_without_codebook_is_refused_in_one_line(tiny_data, tmp_path, capsys
     assert "\n" not in str(e.value) and not (tmp_path / "codebook.json").exists()
     capsys.readouterr()
     assert main(["eval-codebook", "--run-dir", str(run), "--tokens", str(tiny_data["tokens"]),
-                 "--out", str(tmp_path / "codebook.json")]) == 1
+                 "--out", str(tmp_path / "codebook.json")]) == 2
     assert capsys.readouterr().err == f"error: {e.value}\n"
 
 

@@ -52,6 +52,32 @@ def test_result_json_is_complete_and_traceable(world_run, embedded_dir, tmp_path
     assert loaded[("world_tiny", "embedded", "embedded_choice/acc")].mean == m["embedded_choice/acc"]
 
 
+def test_the_plan_is_checked_before_anything_heavy_is_imported(world_run, embedded_dir, tmp_path):
+    """``plan`` resolves suites, checks folders, the checkpoint's manifest and the local-data config without
+    importing torch or lm-eval; its refusals need no model."""
+    import subprocess
+    import sys
+
+    from evals.harness.errors import HarnessError
+    from evals.harness.run import plan
+
+    out = tmp_path / "eval" / "x.json"
+    code = (f"import sys\nfrom evals.harness.run import plan\n"
+            f"p = plan({str(world_run['run_dir'])!r}, {str(world_run['tokenizer'])!r}, 'embedded,piqa', {str(out)!r}, "
+            f"task_dirs=[{str(embedded_dir)!r}], local_data={str(EXAMPLE_CONFIG)!r}, limit=3, batch_size=4)\n"
+            "assert p.final_dir.name == 'final' and p.samples.name == 'x.samples.jsonl' and p.batch_size == 4\n"
+            "assert list(p.tasks.tasks) == ['embedded_cloze', 'embedded_choice', 'embedded_ppl', 'piqa'], p.tasks\n"
+            "assert 'piqa' in p.local and p.local_dir.name == '.x_local_tasks' and not p.local_dir.exists()\n"
+            "print([m for m in ('torch', 'lm_eval', 'transformers', 'datasets') if m in sys.modules])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+    with pytest.raises(HarnessError, match="task folder not found"):
+        plan(world_run["run_dir"], world_run["tokenizer"], "embedded", out, task_dirs=[tmp_path / "none"])
+    with pytest.raises(HarnessError, match="no manifest"):
+        plan(tmp_path, world_run["tokenizer"], "embedded", out)
+    assert not out.parent.exists()
+
+
 def test_request_cache_is_keyed_by_checkpoint(world_run, embedded_dir, tmp_path):
     from evals.harness.run import evaluate
 

@@ -1,0 +1,82 @@
+"""Every evaluation, declared once: the names an experiment lists in ``evals`` (each names its result,
+``results/runs/<experiment>/seed<k>/eval/<name>.json``), the Snakemake rule that writes it, the lm-eval
+suite it runs and the data it reads. The profile check (``workflows/experiments.py``), the Snakefile's
+rules and targets (``workflows/*.smk``), the evaluators' name parsing (``evals/genppl``,
+``evals/conditional``) and the table specs (``tables/specs.py``) read this table; no other file lists
+the names. Pure data: importing it loads neither torch nor lm-eval.
+
+A family (``variants``) is a name followed by a suffix: a regular expression whose named groups are the
+variant's settings (``genppl_s8``: steps 8); the evaluator gives them their meaning.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    name: str
+    rule: str | None              # the rule writing eval/<name>.json; None: no rule of the DAG yet
+    forms: str                    # the names as a user writes them (messages)
+    summary: str                  # what it measures
+    variants: str = ""            # regex of the suffix after ``name`` (a family of names)
+    suite: str | None = None      # the lm-eval suite of evals/tasks/suites.yaml (rule evaluate_harness)
+    data: str = "stream"          # stream: a token stream; pairs: paired examples only; any: either
+    likelihood: bool = False      # scores next-token likelihoods: causal token LMs only
+    world_tasks: bool = False     # lm-eval on the tasks generated from the synthetic world
+    listed: bool = True           # an experiment lists it; False: written otherwise (a scaling law's fit)
+
+    @property
+    def pattern(self) -> str:
+        """The regex of its names, unanchored, without named groups (a Snakemake wildcard constraint)."""
+        return re.sub(r"\(\?P<\w+>", "(?:", re.escape(self.name) + self.variants)
+
+    def match(self, name: str) -> dict[str, str] | None:
+        """The variant's settings (named groups that matched) of ``name``, or None for another name."""
+        m = re.fullmatch(re.escape(self.name) + self.variants, name)
+        return None if m is None else {k: v for k, v in m.groupdict().items() if v is not None}
+
+
+EVALUATIONS = (
+    Evaluation("ppl", "evaluate_tokens", "ppl", "perplexity, oracle, unigram", likelihood=True),
+    Evaluation("embedded", "evaluate_harness", "embedded", "lm-eval on the synthetic world's tasks", suite="embedded",
+               likelihood=True, world_tasks=True),
+    Evaluation("zeroshot", "evaluate_harness", "zeroshot", "lm-eval suite conceptlm_zeroshot: real tasks",
+               suite="conceptlm_zeroshot", likelihood=True),
+    Evaluation("lm_ppl", "evaluate_harness", "lm_ppl", "lm-eval suite conceptlm_ppl: real tasks", suite="conceptlm_ppl",
+               likelihood=True),
+    Evaluation("codebook", "evaluate_tokens", "codebook", "product-VQ usage of ConceptLM runs"),
+    Evaluation("recon", "evaluate_tokens", "recon", "NCM tokenizer reconstruction from the first k scales", data="any"),
+    Evaluation("boundaries", "evaluate_boundaries", "boundaries", "DLCM's realised compression and boundary F1"),
+    Evaluation("genppl", "evaluate_genppl", "genppl, genppl_s<N>, genppl_k<j>, genppl_data", "Gen. PPL of samples",
+               variants=r"(?:_s(?P<steps>[1-9][0-9]*)|_k(?P<scales>[0-9]+)|_(?P<data>data))?"),
+    Evaluation("cond", "evaluate_conditional", "cond, cond_k<j>, cond_mbr<n>, cond_cfg<w>",
+               "targets generated from sources: BLEU, ROUGE, Sudoku boards", data="pairs",
+               variants=r"(?:_k(?P<scales>[0-9]+))?(?:_mbr(?P<mbr>[1-9][0-9]*))?(?:_cfg(?P<guidance>[0-9]+(?:\.[0-9]+)?))?"),
+    Evaluation("law", "fit_law", "law", "a scaling law's fit (results/runs/<law>/seed0)", listed=False),
+    Evaluation("kernel", None, "kernel", "DLCM Table 6's attention timings, measured outside the DAG "
+               "(benchmarks/dlcm_attention.py)", listed=False),
+)
+BY_NAME = {e.name: e for e in EVALUATIONS}
+
+
+def find(name: str) -> Evaluation | None:
+    """The evaluation (or family) that ``name`` belongs to; None for a name of none."""
+    return next((e for e in EVALUATIONS if e.match(name) is not None), None)
+
+
+def forms() -> str:
+    """Every name an experiment may list, as a user writes them (messages)."""
+    return ", ".join(e.forms for e in EVALUATIONS if e.listed)
+
+
+def constraint(rule: str) -> str:
+    """The Snakemake wildcard constraint of the names ``rule`` writes."""
+    return "|".join(f"(?:{e.pattern})" for e in EVALUATIONS if e.rule == rule)
+
+
+def item_schema() -> dict:
+    """The JSON schema of one entry of an experiment's ``evals``."""
+    return {"anyOf": [{"type": "string", "pattern": f"^(?:{e.pattern})$"} for e in EVALUATIONS if e.listed],
+            "description": f"an evaluation of evals/registry.py: {forms()}"}

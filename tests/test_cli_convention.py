@@ -1,0 +1,96 @@
+"""One command-line convention (common.errors.entry_point): bad input is exit status 2 with one line
+``error: ...`` on stderr, in every command line of the suite; a bug keeps its traceback."""
+from __future__ import annotations
+
+import ast
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+
+from common.errors import USER_ERROR, ReproError, entry_point
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# python -m <module> <argv>: bad input each refuses before loading a model or data ({m}: a missing path)
+BAD_INPUT = {
+    "workflows.cli": ["corpus", "--settings", "{m}", "--out", "{t}/corpus"],
+    "workflows.experiments": ["{m}"],
+    "evals.harness": ["--run-dir", "{t}", "--tokenizer", "{m}", "--tasks", ",", "--out", "{t}/e.json"],
+    "evals.genppl": ["evaluate", "--run-dir", "{t}", "--tokenizer", "{m}", "--judge", "gpt2", "--settings", "{{",
+                     "--out", "{t}/g.json"],
+    "evals.conditional": ["--run-dir", "{t}", "--tokenizer", "{m}", "--tokens", "{t}", "--settings", "{{",
+                          "--out", "{t}/c.json"],
+    "evals.tasks.embedded": ["--settings", "{m}", "--out", "{t}/tasks"],
+    "tables": ["build", "--specs", "{m}", "--out", "{t}/tables"],
+    "reports": ["findings", "--tables", "{m}", "--readme", "{t}/README.md"],
+    "benchmarks.gpu_throughput": ["--device", "cuda", "--out", "{t}/b.json"],  # with CUDA hidden below
+}
+# command lines without a cheap bad input: none but argparse's (a profile that does not load is a warning
+# of workflows.coverage), or one-line errors that need trained runs (benchmarks.ncm_sampling)
+NO_CHEAP_BAD_INPUT = {"workflows.coverage", "benchmarks.train_throughput", "benchmarks.concept_step_time",
+                      "benchmarks.lmeval_throughput", "benchmarks.dlcm_attention", "benchmarks.ncm_sampling"}
+# not yet through entry_point: python -m common.io (the settings files' atomic writer; its module belongs to
+# the atomic-writer work) still exits 1 on a WriteError
+NOT_YET = {"common.io"}
+
+
+def _run(module: str, argv: list[str], monkeypatch) -> int:
+    """``python -m module argv``, in this process (its ``__main__`` block, as the interpreter runs it)."""
+    monkeypatch.setattr(sys, "argv", [module, *argv])
+    with pytest.raises(SystemExit) as exit_:
+        runpy.run_module(module, run_name="__main__", alter_sys=False)
+    return exit_.value.code
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # runpy: the module is imported already
+@pytest.mark.parametrize("module", sorted(BAD_INPUT))
+def test_bad_input_is_status_2_and_one_line(module, tmp_path, monkeypatch, capsys):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    argv = [a.format(m=tmp_path / "missing", t=tmp_path) for a in BAD_INPUT[module]]
+    assert _run(module, argv, monkeypatch) == USER_ERROR
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err, err
+
+
+def test_a_bug_keeps_its_traceback_and_a_user_error_is_one_line(capsys):
+    @entry_point
+    def bug(argv):
+        raise KeyError("not a user error")
+
+    @entry_point
+    def bad(argv):
+        raise ReproError("x.yaml: two\nlines; fix x")
+
+    with pytest.raises(KeyError):
+        bug([])
+    assert bad([]) == 2 and capsys.readouterr().err == "error: x.yaml: two lines; fix x\n"
+    assert entry_point(lambda argv: {"a": 1})([]) == 0 and entry_point(lambda argv: 3)([]) == 3
+
+
+def _main_block(path: Path) -> str:
+    tree = ast.parse(path.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
+            return ast.unparse(node)
+    return ""
+
+
+def test_every_command_line_exits_through_entry_point():
+    """Every module run as ``python -m`` (a ``__main__`` block) calls a main wrapped by entry_point, and each
+    has a bad-input case above (reports/ keeps its own matching handling: it is edited elsewhere)."""
+    found = {}
+    packages = [p for p in ROOT.iterdir() if (p / "__init__.py").is_file() and p.name != "tests"]
+    for path in sorted(path for package in packages for path in package.rglob("*.py")):
+        if not _main_block(path):
+            continue
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__main__")
+        found[module] = path
+        text = path.read_text()
+        wrapped = "@entry_point\ndef main(" in text or "entry_point(main)" in _main_block(path)
+        assert wrapped or module in ("reports", *NOT_YET), f"{path}: decorate main with common.errors.entry_point"
+        assert not (wrapped and module in NOT_YET), f"{module} is wrapped now: drop it from NOT_YET"
+    assert set(found) == set(BAD_INPUT) | NO_CHEAP_BAD_INPUT | NOT_YET
