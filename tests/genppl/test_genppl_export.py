@@ -114,20 +114,22 @@ def test_a_run_on_a_pretrained_tokenizer_exports_that_tokenizer(judge_run, tmp_p
     here a local transformers folder holding the same BPE, named as tokenizer.name."""
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
+    from corpora.tokenization import pretrained_tokenizer
     from evals.genppl.export import export_judge
     from evals.genppl.protocol import EOT
 
     folder = tmp_path / "local_tok"
     PreTrainedTokenizerFast(tokenizer_file=str(judge_run["tokenizer"]), eos_token=EOT).save_pretrained(folder)
+    sha256 = pretrained_tokenizer(str(folder))[1]  # a local folder is hashed by its files
     final = tmp_path / "run" / "final"
     shutil.copytree(judge_run["final"], final)
     manifest = json.loads((final / "manifest.json").read_text())
     manifest["config"]["tokenizer"] = {"kind": "pretrained", "name": str(folder)}
-    manifest["data"]["tokenizer_sha256"] = f"pretrained:{folder}"
+    manifest["data"]["tokenizer_sha256"] = sha256
     (final / "manifest.json").write_text(json.dumps(manifest))
     stub = tmp_path / "tokenizer.json"  # what the tokenizer rule writes for a pretrained tokenizer
     stub.write_text(json.dumps({"pretrained": str(folder), "vocab_size": manifest["vocab_size"]}))
     out = export_judge(final.parent, stub, tmp_path / "judge")
     hf_tok = AutoTokenizer.from_pretrained(out, local_files_only=True)
     assert hf_tok.eos_token == EOT and hf_tok.pad_token == EOT and hf_tok.model_max_length == 32
-    assert json.loads((out / "judge_manifest.json").read_text())["tokenizer_sha256"] == f"pretrained:{folder}"
+    assert json.loads((out / "judge_manifest.json").read_text())["tokenizer_sha256"] == sha256 != f"pretrained:{folder}"
