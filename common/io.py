@@ -21,7 +21,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from common.errors import ReproError
+from common.errors import USER_ERROR, ReproError, entry_point
 
 MODES = ("w", "wb")  # text (UTF-8, no newline translation) or binary
 
@@ -120,17 +120,16 @@ def config_hash(obj) -> str:
     return sha256_bytes(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode())[:16]
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     """``python -m common.io PATH``: write standard input to PATH atomically, byte for byte."""
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
         print("usage: python -m common.io PATH < data", file=sys.stderr)
-        return 2
-    try:
-        atomic_write_bytes(argv[0], sys.stdin.buffer.read())
-    except WriteError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+        return USER_ERROR
+    if Path(argv[0]).is_dir():  # before reading the input: nothing is consumed for a write that cannot happen
+        raise WriteError(f"{argv[0]}: is a folder; give the path of the file to write")
+    atomic_write_bytes(argv[0], sys.stdin.buffer.read())
     return 0
 
 
