@@ -12,11 +12,12 @@ _ROOT = Path(__file__).resolve().parents[1]
 
 
 def git_state() -> tuple[str, bool]:
-    """(commit, dirty) of the repository this code runs from; ('unknown', False) outside git."""
+    """(commit, dirty) of the repository this code runs from; ('unknown', False) outside git. Dirty counts
+    untracked files too (a new profile in config/ is not the commit), never ignored ones (results/, .venv)."""
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=_ROOT, capture_output=True, text=True,
                                 check=True).stdout.strip()
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=_ROOT,
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=normal"], cwd=_ROOT,
                                     capture_output=True, text=True, check=True).stdout.strip())
         return commit, dirty
     except (OSError, subprocess.CalledProcessError):
