@@ -230,11 +230,19 @@ class Trainer:
                 **{f"metric/{n}": v for n, v in monitors.items()}, "lr": lr, "grad_norm": grad_norm.item()}
 
     def _alert(self, row: dict, step: int) -> None:
-        """Print a model's ``ALERTS`` (e.g. ConceptLM's codebook collapse) once each, when first raised."""
+        """Print a model's ``ALERTS`` (e.g. ConceptLM's codebook collapse) when raised, once while they stay
+        raised, and say so when a logged row shows the metric clear again (a warning is never left standing
+        after the run recovered)."""
+        if self.rank != 0:
+            return
         for name, message in getattr(self.model, "ALERTS", {}).items():
-            if row.get(f"metric/{name}") and name not in self.alerted and self.rank == 0:
+            raised = bool(row.get(f"metric/{name}"))
+            if raised and name not in self.alerted:
                 self.alerted.add(name)
                 self._say(f"warning at step {step}: {message}")
+            elif not raised and name in self.alerted and f"metric/{name}" in row:
+                self.alerted.discard(name)
+                self._say(f"cleared at step {step}: {name} is no longer raised; the warning above no longer holds")
 
     def _nonfinite(self, step: int, what: str) -> str:
         last = valid_checkpoints(self.run_dir / "ckpt")

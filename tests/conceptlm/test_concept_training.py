@@ -46,7 +46,7 @@ def test_conceptlm_resume_is_bitwise_equal(tiny_data, run_cfg, tmp_path):
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
-def test_codebook_collapse_is_reported_once(tiny_data, run_cfg, tmp_path, capsys):
+def test_codebook_collapse_is_reported_once_and_withdrawn_on_recovery(tiny_data, run_cfg, tmp_path, capsys):
     run_cfg["model"]["arch"] = "conceptlm_gpt2"
     trainer = Trainer(run_cfg, tiny_data["tokens"], tmp_path)
     trainer._alert({"metric/vq_collapse": 0.0}, 2)
@@ -55,3 +55,10 @@ def test_codebook_collapse_is_reported_once(tiny_data, run_cfg, tmp_path, capsys
         trainer._alert({"metric/vq_collapse": 1.0}, step)
     out = capsys.readouterr().out
     assert out.count("codebook collapse") == 1 and "warning at step 4" in out
+    trainer._alert({"loss": 1.0}, 7)  # a row without the metric says nothing either way
+    trainer._alert({"metric/vq_collapse": 0.0}, 8)  # usage recovered: the warning is withdrawn
+    trainer._alert({"metric/vq_collapse": 0.0}, 9)
+    trainer._alert({"metric/vq_collapse": 1.0}, 10)  # and raised again if it collapses again
+    out = capsys.readouterr().out
+    assert out.count("cleared at step") == 1 and "cleared at step 8: vq_collapse" in out
+    assert out.count("codebook collapse") == 1 and "warning at step 10" in out
