@@ -146,6 +146,20 @@ def test_short_validation_split_is_a_clear_error_before_training(tiny_data, run_
         Trainer(run_cfg, tiny_data["tokens"], tmp_path)
 
 
+def test_a_small_validation_split_is_said_before_training(tiny_data, run_cfg, tmp_path, capsys):
+    """Enough for one window but not for the eval_batches x micro-batch windows valid/loss should average."""
+    from trainer.data import open_split
+
+    windows = (len(open_split(tiny_data["tokens"], "valid")) - 1) // run_cfg["model"]["seq_len"]
+    run_cfg["train"]["eval_batches"] = windows + 5
+    Trainer(run_cfg, tiny_data["tokens"], tmp_path / "small")
+    out = capsys.readouterr().out
+    assert "warning: the valid split has" in out and "fewer than train.eval_batches" in out
+    run_cfg["train"]["eval_batches"] = 1
+    Trainer(run_cfg, tiny_data["tokens"], tmp_path / "enough")
+    assert "valid split" not in capsys.readouterr().out
+
+
 def test_token_hash_mismatch_is_an_error(tiny_data, tmp_path):
     import shutil
     tokens = tmp_path / "tokens"

@@ -156,6 +156,7 @@ class Trainer:
         self.alerted: set[str] = set()
         self.flops_per_token = flops_per_token(self.model_kwargs, vocab_size=manifest["vocab_size"],
                                                seq_len=self.seq_len)
+        self._check_valid_size()
         self.opt = make_optimizer(self.model, self.t)
         self.ddp = torch.nn.parallel.DistributedDataParallel(self.model) if self.world > 1 and not self.sharded else None
         self.forward = self.ddp or self.model
@@ -346,6 +347,15 @@ class Trainer:
         handle.write(f"{os.getpid()}\n")
         handle.flush()
         self._lock_handle = handle
+
+    def _check_valid_size(self) -> None:
+        """Say so when the valid split is smaller than what valid/loss is meant to average (``eval_batches``
+        micro-batches): the loss is then measured on fewer windows, and noisier, than the profile asks."""
+        windows, wanted = self.view.count(len(self.valid_tokens)), self.t["eval_batches"] * self.micro
+        if windows < wanted:
+            self._say(f"warning: the valid split has {len(self.valid_tokens)} tokens, {windows} window(s) of "
+                      f"model.seq_len+1={self.seq_len + 1}, fewer than train.eval_batches x micro_batch_size = "
+                      f"{wanted}: valid/loss averages only those; give the corpus a larger validation split")
 
     def _say(self, message: str) -> None:
         """Print ``message`` on stdout (rank 0), above the progress bar when there is one."""
