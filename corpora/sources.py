@@ -76,18 +76,28 @@ def hf_documents(cfg: dict) -> dict[str, Iterator[dict]]:
     limit = cfg["max_docs"]
     native = {s: _texts(_stream(spec.path, spec.name, hf_split), field, spec.path)
               for s, hf_split in spec.splits.items()}
-    train = native["train"]
-    out = {}
-    for split in ("test", "valid"):  # carve missing splits from the head of train, test first
-        out[split] = native[split] if split in native else iter(list(islice(train, limit[split])))
-    out["train"] = train
+    out = carve(native, limit)
     return {s: islice(out[s], limit[s]) for s in SPLITS}
 
 
+CARVE = {"valid": 1000, "test": 1000}  # documents carved for a local corpus's missing split (corpus.local.carve)
+
+
+def carve(native: dict[str, Iterator[dict]], counts: dict[str, int]) -> dict[str, Iterator[dict]]:
+    """Every split: the source's own, or, for a missing valid / test split, ``counts[split]`` documents
+    carved from the head of train (test first, then valid; train starts after them: no document is in two
+    splits)."""
+    train = native["train"]
+    out = {split: native[split] if split in native else iter(list(islice(train, counts[split])))
+           for split in ("test", "valid")}
+    return {"train": train, **out}
+
+
 def local_documents(cfg: dict) -> dict[str, Iterator[dict]]:
-    """Documents per split from local text / jsonl / parquet files (absolute or relative paths)."""
+    """Documents per split from local text / jsonl / parquet files (absolute or relative paths); a valid or
+    test file not given is carved from the head of train (``carve``: documents, default ``CARVE``)."""
     out = {}
-    for split in SPLITS:
+    for split in (split for split in SPLITS if split in cfg):
         path = Path(cfg[split]).expanduser().resolve()
         if not path.is_file():
             raise CorpusError(f"corpus.local.{split}={cfg[split]}: no such file; fix the path")
@@ -100,7 +110,7 @@ def local_documents(cfg: dict) -> dict[str, Iterator[dict]]:
         kwargs = {"sample_by": cfg.get("sample_by", "paragraph")} if fmt == "text" else {}
         rows = _stream(fmt, None, "train", data_files={"train": str(path)}, **kwargs)
         out[split] = _texts(rows, cfg.get("text_field", "text"), str(path))
-    return out
+    return carve(out, {**CARVE, **cfg.get("carve", {})})
 
 
 def synthetic_documents(cfg: dict, seed: int) -> dict[str, Iterator[dict]]:

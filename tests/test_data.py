@@ -59,6 +59,32 @@ def test_local_errors_name_the_problem(tmp_path):
         next(docs["train"])
 
 
+def test_a_local_corpus_with_only_train_has_its_splits_carved(tmp_path):
+    """valid / test not given: carved from the head of train (test first, then valid), as for named corpora;
+    the profile accepts it (schema and the file check)."""
+    from pathlib import Path
+
+    import yaml
+
+    from workflows.experiments import load_profile
+
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps({"text": f"doc {i}"}) + "\n" for i in range(10)))
+    docs = local_documents({"train": str(tmp_path / "train.jsonl"), "carve": {"valid": 2, "test": 3}})
+    got = {s: [d["text"] for d in docs[s]] for s in ("test", "valid", "train")}
+    assert got == {"test": ["doc 0", "doc 1", "doc 2"], "valid": ["doc 3", "doc 4"],
+                   "train": [f"doc {i}" for i in range(5, 10)]}
+    given = local_documents({"train": str(tmp_path / "train.jsonl"), "test": str(tmp_path / "train.jsonl"),
+                             "carve": {"valid": 4}})
+    assert len(list(given["valid"])) == 4 and len(list(given["test"])) == 10  # only the missing split is carved
+    config = yaml.safe_load(Path("config/default.yaml").read_text())
+    config["corpus"] = {"id": "mine", "source": "local", "local": {"train": str(tmp_path / "train.jsonl")}}
+    config["experiments"] = [{"id": "base", "evals": ["ppl"]}]
+    for section in ("scaling_laws", "datasets", "genppl"):
+        config.pop(section, None)
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump(config))
+    assert load_profile(tmp_path / "mine.yaml")["corpus"]["local"] == {"train": str(tmp_path / "train.jsonl")}
+
+
 def test_named_corpus_streams_and_carves_missing_splits(tmp_path, monkeypatch):
     """The HF loading path, run on a local dataset folder standing in for a hub repository."""
     folder = tmp_path / "fake_hub_corpus"

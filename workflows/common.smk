@@ -149,7 +149,7 @@ def corpus_files(wildcards):
     """The local files a dataset's corpus reads: inputs of the corpus rule, so an edited file (not only
     a changed path) rebuilds the corpus and everything trained on it."""
     corpus = DATASETS[wildcards.dataset]["corpus"]
-    specs = [corpus["local"][s] for s in ("train", "valid", "test")] if corpus["source"] == "local" else []
+    specs = [corpus["local"][s] for s in ("train", "valid", "test") if s in corpus["local"]] if corpus["source"] == "local" else []
     local = corpus.get("pairs", {}).get("local", {})
     specs += [local[s] for s in ("train", "valid", "test") if s in local]
     files = [f for spec in specs for f in (spec.values() if isinstance(spec, dict) else [spec])]

@@ -702,7 +702,7 @@ def _check_corpus(corpus: dict, source: str) -> None:
             raise ConfigError(f"{source}: corpus.hf.name={corpus['hf']['name']!r} is not a known corpus; "
                               f"choose one of {sorted(HF_CORPORA)} or use source: local")
     else:
-        for split in ("train", "valid", "test"):
+        for split in (split for split in ("train", "valid", "test") if split in corpus["local"]):
             path = Path(corpus["local"][split]).expanduser()
             if not path.is_file():
                 raise ConfigError(f"{source}: corpus.local.{split}={corpus['local'][split]}: no such file; "
