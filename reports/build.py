@@ -26,7 +26,7 @@ from .document import Block, Bullets, Figure, Heading, Paragraph, Table, to_html
 from .figures import analogue, eval_sweep, load_figure_specs, metric_curve, scatter
 from .iso_ppl import iso_ppl
 from .scaling_law import law_fit
-from .summary import anchor, load_tables, paper_summary, short_title
+from .summary import anchor, load_tables, paper_summary
 
 TITLE = "Reproduction report: ConceptLM, NCM, DLCM"
 READING = [

@@ -91,7 +91,8 @@ def _tally(found: list[Comparison], statuses: Counter) -> str:
 
 def paper_summary(tables: list[dict]) -> list[Block]:
     """The summary blocks of one paper: the tally, the comparisons, and the tables not run here."""
-    found = [comparison for table in tables for comparison in comparisons(table)]
+    per_table = [(table, comparisons(table)) for table in tables]
+    found = [comparison for _, judged in per_table for comparison in judged]
     statuses = Counter(table["layout"]["status"] for table in tables)
     blocks: list[Block] = [Paragraph(_tally(found, statuses))]
     if found:
@@ -103,8 +104,8 @@ def paper_summary(tables: list[dict]) -> list[Block]:
             by_fill.setdefault(table["layout"]["fill"], []).append(short_title(table["title"]))
         blocks.append(Paragraph("Not reproduced at this profile: " + "; ".join(
             f"{', '.join(names)} ({fill})" for fill, names in by_fill.items()) + "."))
-    unjudged = [short_title(table["title"]) for table in tables
-                if table["layout"]["status"] != "not run" and not comparisons(table)]
+    unjudged = [short_title(table["title"]) for table, judged in per_table
+                if table["layout"]["status"] != "not run" and not judged]
     if unjudged:
         blocks.append(Paragraph("Reproduced, with no pair of rows to order against the paper: "
                                 + ", ".join(unjudged) + "."))
