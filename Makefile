@@ -70,12 +70,13 @@ bench: $(STAMP)
 bench-gpu: $(STAMP)
 	$(BIN)/python -m benchmarks.gpu_throughput
 
-# lm-eval on local copies of real tasks (../shared/data); needs a trained run from `make reproduce`
+# lm-eval on the papers' real tasks that have local copies (LOCAL_DATA; ../shared/data here), for one trained
+# run of any profile (RUN_DIR=results/<profile>/runs/<experiment>/seed<k>; its tokenizer is found beside it)
 RUN_DIR ?= results/runs/base_gpt2_s/seed0
+LOCAL_DATA ?= evals/tasks/local_data.yaml
 verify-local: $(STAMP)
-	$(BIN)/python -m evals.harness --run-dir $(RUN_DIR) --tokenizer results/data/world/tokenizer.json \
-	  --tasks local_zeroshot --local-data evals/tasks/local_data.yaml --skip-missing-root \
-	  --out $(RUN_DIR)/eval/zeroshot_local.json
+	$(BIN)/python -m evals.harness --run-dir $(RUN_DIR) --tasks conceptlm_zeroshot,conceptlm_ppl,dlcm_zeroshot \
+	  --local-only --local-data $(LOCAL_DATA) --skip-missing-root --out $(RUN_DIR)/eval/local.json
 
 lint: $(STAMP)
 	$(BIN)/python -m workflows.experiments $(PROFILE)

@@ -28,6 +28,11 @@ class Evaluation:
     listed: bool = True           # an experiment lists it; False: written otherwise (a scaling law's fit)
 
     @property
+    def real_tasks(self) -> bool:
+        """An lm-eval suite of real tasks: from the hub, or from local copies (the profile's ``local_tasks``)."""
+        return self.suite is not None and not self.world_tasks
+
+    @property
     def pattern(self) -> str:
         """The regex of its names, unanchored, without named groups (a Snakemake wildcard constraint)."""
         return re.sub(r"\(\?P<\w+>", "(?:", re.escape(self.name) + self.variants)
@@ -46,6 +51,8 @@ EVALUATIONS = (
                suite="conceptlm_zeroshot", likelihood=True),
     Evaluation("lm_ppl", "evaluate_harness", "lm_ppl", "lm-eval suite conceptlm_ppl: real tasks", suite="conceptlm_ppl",
                likelihood=True),
+    Evaluation("dlcm_zeroshot", "evaluate_harness", "dlcm_zeroshot", "lm-eval suite dlcm_zeroshot: DLCM Table 2's "
+               "twelve real tasks", suite="dlcm_zeroshot", likelihood=True),
     Evaluation("codebook", "evaluate_tokens", "codebook", "product-VQ usage of ConceptLM runs"),
     Evaluation("recon", "evaluate_tokens", "recon", "NCM tokenizer reconstruction from the first k scales", data="any"),
     Evaluation("boundaries", "evaluate_boundaries", "boundaries", "DLCM's realised compression and boundary F1"),

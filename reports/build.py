@@ -30,8 +30,9 @@ from .summary import anchor, load_tables, paper_summary
 
 TITLE = "Reproduction report: ConceptLM, NCM, DLCM"
 READING = [
-    "Our runs are at embedded scale: absolute values are not expected to match the papers, so a verdict is about "
-    "order, pair by pair of rows within a row group: agrees, differs or inconclusive against the standard error of "
+    "Where ours is an analogue of the paper's quantity (another corpus, reduced scale, a local copy that is not the "
+    "canonical set: each paper's summary and table says which), absolute values are not expected to match the "
+    "paper's, so a verdict is about order, pair by pair of rows within a row group: agrees, differs or inconclusive against the standard error of "
     "our difference (seeds of both rows; one seed is never enough). A proxy orders the paper's column against a "
     "different column of ours and counts as neither agreement nor disagreement.",
     "Tables read printed → ours (mean over the seeds column's n, ± std where n > 1); ⚠ marks a printed value the "

@@ -38,6 +38,7 @@ class Finding:
     table: str
     source: str  # the table's Markdown file, relative to the tables folder
     proxy: bool
+    analogue: str = ""  # why ours stands in for the paper's quantity ("" when it is it)
 
 
 @dataclass
@@ -55,6 +56,11 @@ def _pair_text(record: dict) -> str:
         why = f"n=1: {', '.join(record['single'])}"
     return (f"{record['a_label']} − {record['b_label']} (paper {record['paper_difference']}; ours {ours}; "
             f"n {record['n_a']}, {record['n_b']}" + (f"; {why}" if why else "") + ")")
+
+
+def _analogue(records: list[dict]) -> str:
+    return "; ".join(dict.fromkeys(reason for record in records for reason in record.get("analogue", "").split("; ")
+                                   if reason))
 
 
 def _group_text(title: str, column: dict, group: dict, records: list[dict]) -> str:
@@ -101,7 +107,7 @@ def collect(tables: Path) -> Findings | None:
                 if not any(record["outcome"] in OUTCOMES for record in records):
                     continue  # every pair tied in the paper: nothing judged
                 finding = Finding(_group_text(title, column, group, records), entry["paper"], entry["table"], source,
-                                  bool(column["proxy"]))
+                                  bool(column["proxy"]), _analogue(records))
                 (proxies if finding.proxy else judged).append(finding)
     return Findings(_lead(index), judged, proxies)
 
@@ -146,15 +152,23 @@ def findings_markdown(findings: Findings | None, tables: Path, compact: bool = F
         return (f"The tables were not built ({tables / 'index.json'} is missing): run "
                 f"`python -m tables build --out {tables}` first.\n")
     lines = [findings.lead, ""]
+    everything = findings.judged + findings.proxies
+    reasons = list(dict.fromkeys(finding.analogue for finding in everything if finding.analogue))
+    mark = bool(reasons) and not (len(reasons) == 1 and all(finding.analogue for finding in everything))
+    if reasons:
+        lines += [("Groups marked (analogue) compare" if mark else "Every group below compares")
+                  + " a stand-in for the paper's quantity, so a verdict is about the order of the rows only: "
+                  + " | ".join(reasons) + ".", ""]
+    bullet = lambda finding: f"- {'(analogue) ' if mark and finding.analogue else ''}{finding.text}"  # noqa: E731
     if findings.judged:
-        lines += [f"- {finding.text}" for finding in findings.judged] + [""]
+        lines += [bullet(finding) for finding in findings.judged] + [""]
     else:
         lines += ["No pair of rows has both printed and reproduced values in two or more rows of a group yet.", ""]
     if findings.proxies and compact:
         lines += [f"{len(findings.proxies)} comparison groups are proxies (the paper's Avg PPL against our test PPL): "
                   "neither agreement nor disagreement; the report lists them.", ""]
     elif findings.proxies:
-        lines += [PROXY_NOTE, ""] + [f"- {finding.text}" for finding in findings.proxies] + [""]
+        lines += [PROXY_NOTE, ""] + [bullet(finding) for finding in findings.proxies] + [""]
     quoted = [text for text in (headline(tables, table) for table in HEADLINES) if text]
     return "\n".join(lines) + "".join("\n" + text for text in quoted)
 

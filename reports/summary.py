@@ -30,6 +30,7 @@ class Comparison:
     title: str      # "Table 1 · Avg PPL · GPT-2 355M"
     verdict: str    # one of VERDICTS, or "proxy: ..." of one of them
     pairs: str      # "2 agree, 1 inconclusive (n=1)"
+    analogue: str = ""  # why ours stands in for the paper's quantity (another corpus, reduced scale); "" if it is it
 
 
 def anchor(paper: str, table: str) -> str:
@@ -72,10 +73,25 @@ def comparisons(table: dict) -> list[Comparison]:
             if all(record["outcome"] == "tied" for record in records):
                 continue
             where = " · ".join(filter(None, [short_title(table["title"]), column["title"], group["group"]]))
+            analogue = "; ".join(dict.fromkeys(reason for record in records
+                                               for reason in record.get("analogue", "").split("; ") if reason))
             out.append(Comparison(anchor(table["paper"], table["table"]), where,
                                   _verdict(group["counts"], bool(column["proxy"])),
-                                  _pairs_text(records, bool(column["proxy"]))))
+                                  _pairs_text(records, bool(column["proxy"])), analogue))
     return out
+
+
+def _analogue_blocks(found: list[Comparison]) -> tuple[list[Block], bool]:
+    """A sentence saying which comparisons are analogues and why; True when each line must be marked."""
+    reasons = {comparison.analogue for comparison in found} - {""}
+    if not reasons:
+        return [], False
+    every = all(comparison.analogue for comparison in found)
+    if every and len(reasons) == 1:
+        return [Paragraph(f"Every comparison below is an analogue, not the paper's quantity on the paper's data: "
+                          f"{reasons.pop()}. Its verdict is about the order of the rows, which the analogue may share.")], False
+    return [Paragraph("Comparisons marked (analogue) stand in for the paper's quantity: "
+                      + " | ".join(sorted(reasons)) + ".")], True
 
 
 def _tally(found: list[Comparison], statuses: Counter) -> str:
@@ -95,8 +111,11 @@ def paper_summary(tables: list[dict]) -> list[Block]:
     found = [comparison for _, judged in per_table for comparison in judged]
     statuses = Counter(table["layout"]["status"] for table in tables)
     blocks: list[Block] = [Paragraph(_tally(found, statuses))]
+    analogue_blocks, mark = _analogue_blocks(found)
+    blocks += analogue_blocks
     if found:
-        blocks.append(Table(HEADER, [[c.title, c.verdict, c.pairs, Link("table", f"#{c.table}")] for c in found]))
+        blocks.append(Table(HEADER, [[c.title, c.verdict + (" (analogue)" if mark and c.analogue else ""), c.pairs,
+                                      Link("table", f"#{c.table}")] for c in found]))
     idle = [table for table in tables if table["layout"]["status"] == "not run"]
     if idle:
         by_fill: dict[str, list[str]] = {}

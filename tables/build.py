@@ -14,8 +14,8 @@ from .checks import Check, Finding, HandFinding, chain, evaluate, load_claims, t
 from .expressions import Ref
 from .ordering import OUTCOMES, PROXY, ColumnOrder, compare_order
 from .reported import REPORTED, Paper, ReportedCell, load_reported
-from .results import Metric, Reproduced, load_results
-from .specs import SPECS, TableSpec, load_specs
+from .results import SYNTHETIC, Metric, Reproduced, load_results, profile_facts
+from .specs import NO_CORPUS, SPECS, TableSpec, load_specs
 
 
 @dataclass
@@ -27,6 +27,7 @@ class CellView:
     reproduced: Reproduced | None
     mapped: bool
     verdict: str = ""
+    analogue: str = ""   # why ours is not the paper's quantity on the paper's data (empty: it is)
 
     @property
     def delta(self) -> float | None:
@@ -42,6 +43,7 @@ class TableView:
     spec: TableSpec
     cells: dict[tuple[str, str], CellView]
     orders: dict[str, ColumnOrder]
+    caption: str = ""    # the spec's, with its synthetic-world text where the profile's corpus is that world
 
 
 @dataclass
@@ -53,6 +55,7 @@ class Build:
     tables: list[TableView]
     findings: list[Finding]
     hand: list[HandFinding] = field(default_factory=list)
+    profile: dict = field(default_factory=dict)   # the profile's scale and main corpus (tables/results.py::profile_facts)
 
     def paper_order(self) -> list[str]:
         """Our own tables (no reported numbers) first, then the papers in their declared order."""
@@ -81,7 +84,7 @@ class _Reproducer:
         if result_ref:
             found = next((self.results[metric] for metric in result_ref.metrics if metric in self.results), None)
             scaled = found and {seed: value * result_ref.scale for seed, value in found.per_seed.items()}
-            return True, Reproduced(scaled, found.experiments) if scaled else None
+            return True, Reproduced(scaled, found.experiments, found.corpora, found.caveats) if scaled else None
         mapped = False
         for check in self.formulas.get(ref, []):
             inputs = [self.get(input_ref) for input_ref in check.formula.refs]
@@ -94,9 +97,27 @@ class _Reproducer:
                     {input_ref: reproduced.per_seed[seed] for input_ref, (_, reproduced) in zip(check.formula.refs, inputs)}))
                     for seed in sorted(seeds)}
                 if per_seed:
-                    sources = dict.fromkeys(name for _, reproduced in inputs for name in reproduced.experiments)
-                    return True, Reproduced(per_seed, tuple(sources))
+                    union = lambda field: tuple(dict.fromkeys(  # noqa: E731
+                        item for _, reproduced in inputs for item in getattr(reproduced, field)))
+                    return True, Reproduced(per_seed, union("experiments"), union("corpora"), union("caveats"))
         return mapped, None
+
+
+def analogue_reason(paper_corpus: str | None, ours: Reproduced, scale: str) -> str:
+    """Why a reproduced value is an analogue of the paper's (empty when it is the paper's quantity on the
+    paper's data at the paper's scale): another training corpus, reduced scale, evaluation data that is not
+    the canonical set."""
+    if paper_corpus == NO_CORPUS:
+        return "; ".join(ours.caveats)
+    trained = ", ".join(ours.corpora) or "an unrecorded corpus"
+    reasons = []
+    if paper_corpus is None:
+        reasons.append(f"trained on {trained}; the table's spec names no corpus of the paper")
+    elif set(ours.corpora) != {paper_corpus}:
+        reasons.append(f"trained on {trained}, the paper on {paper_corpus}")
+    if scale != "paper":
+        reasons.append("reduced scale")
+    return "; ".join(reasons + list(ours.caveats))
 
 
 def order_text(order: ColumnOrder, row: str, spec: TableSpec) -> str:
@@ -119,7 +140,9 @@ def _cell_verdict(view: CellView, order: ColumnOrder | None, row: str, spec: Tab
         if judged and order.proxy:  # the paper's column judged through another column of ours
             return "; ".join(filter(None, [missing, order_text(order, row, spec)]))
         return missing
-    return order_text(order, row, spec) if judged else "reproduced"
+    if not view.analogue:
+        return order_text(order, row, spec) if judged else "reproduced"
+    return f"analogue; {order_text(order, row, spec)}" if judged else "analogue"  # why: the cell's ``analogue``
 
 
 def _column_order(spec: TableSpec, cells: dict, reported_column: str, reproduced_column: str) -> ColumnOrder:
@@ -136,21 +159,25 @@ def _column_order(spec: TableSpec, cells: dict, reported_column: str, reproduced
     return compare_order(reported_column, pairs, proxy, groups)
 
 
-def _table_view(spec: TableSpec, paper: Paper | None, findings: dict[Ref, list[Finding]], reproducer: _Reproducer) -> TableView:
+def _table_view(spec: TableSpec, paper: Paper | None, findings: dict[Ref, list[Finding]], reproducer: _Reproducer,
+                scale: str, synthetic: bool) -> TableView:
     cells: dict[tuple[str, str], CellView] = {}
     for row in spec.rows:
         for column in spec.columns:
             ref = (spec.table, row.id, column.id)
             mapped, reproduced = reproducer.get(ref) if spec.cell_type(row.id, column.id) == "number" else (False, None)
+            analogue = (analogue_reason(spec.paper_corpus(row.id, column.id), reproduced, scale)
+                        if reproduced and paper else "")  # our own tables have no paper quantity to stand in for
             cells[row.id, column.id] = CellView(paper.cells.get(ref) if paper else None, findings.get(ref, []),
-                                                reproduced, mapped)
+                                                reproduced, mapped, analogue=analogue)
     orders = {column.id: _column_order(spec, cells, column.id, column.id) for column in spec.columns}
     for column in spec.columns:  # the paper's column against one of ours, where ours has no value of its own
         if column.order_proxy and orders[column.id].verdict == "insufficient":
             orders[column.id] = _column_order(spec, cells, column.id, column.order_proxy)
     for (row, column), view in cells.items():
         view.verdict = _cell_verdict(view, orders.get(column), row, spec)
-    return TableView(spec, cells, orders)
+    caption = " ".join(filter(None, [spec.caption_synthetic if synthetic else "", spec.caption]))
+    return TableView(spec, cells, orders, caption)
 
 
 def build(results_root: Path, specs_root: Path = SPECS, reported_root: Path = REPORTED) -> Build:
@@ -158,7 +185,8 @@ def build(results_root: Path, specs_root: Path = SPECS, reported_root: Path = RE
     specs = load_specs(specs_root)
     papers = load_reported(specs, reported_root)
     results = load_results(results_root)
-    outcome = Build(specs, papers, [], [])
+    facts = profile_facts(results_root)
+    outcome = Build(specs, papers, [], [], profile=facts)
     for paper_id in outcome.paper_order():
         paper_specs, paper = specs[paper_id], papers.get(paper_id)
         structural = table_checks(paper_specs, paper)
@@ -174,7 +202,9 @@ def build(results_root: Path, specs_root: Path = SPECS, reported_root: Path = RE
         for finding in findings:
             by_target.setdefault(finding.check.target, []).append(finding)
         reproducer = _Reproducer(paper_specs, results, structural)
-        outcome.tables += [_table_view(spec, paper, by_target, reproducer) for spec in paper_specs.values()]
+        synthetic = facts["corpus"] in (None, SYNTHETIC)  # a hand-made folder without an index: as the default
+        outcome.tables += [_table_view(spec, paper, by_target, reproducer, facts["scale"], synthetic)
+                           for spec in paper_specs.values()]
         outcome.findings += findings
         outcome.hand += hand
     return outcome

@@ -102,7 +102,12 @@ def layout(table: TableView, coverage: Coverage) -> Layout:
     if mapped_rows:
         collapsed.append("Rows not reproduced at this profile (and the profiles that run them): "
                          + "; ".join(_missing_rows(table, mapped_rows, coverage)))
-    left_out = [column for column in spec.columns if column not in columns and _refs(table, rows, [column])]
+    analogue = dict.fromkeys(reason for row in rows for column in shown
+                             for reason in table.cells[row.id, column.id].analogue.split("; ") if reason)
+    if analogue:
+        collapsed.append("Ours is an analogue of the paper's numbers, not a reproduction of them: " + "; ".join(analogue))
+    left_out = [column for column in spec.columns if column not in columns and not column.synthetic_only
+                and _refs(table, rows, [column])]
     if left_out:
         collapsed.append("Columns not reproduced at this profile: " + "; ".join(
             f"{column.label} ({coverage.where(_refs(table, rows, [column]))})" for column in left_out))

@@ -21,7 +21,8 @@ LEGEND = ("— not recovered from the paper (tables/MISSING.md says where to fin
 ORDER_RULE = "Pairs of rows: " + RULE
 CELL_HEADER = ["Row", "Column", "Reported", "Recomputed", "Check", "Reproduced", "Δ", "Verdict"]
 RECORD_FIELDS = ["paper", "table", "row", "row_label", "column", "column_label", "reported", "decimals", "unit",
-                 "recomputed", "check", "reproduced_mean", "reproduced_std", "n", "delta", "verdict", "source"]
+                 "recomputed", "check", "reproduced_mean", "reproduced_std", "n", "delta", "verdict", "analogue",
+                 "source"]
 
 
 def worst(view: CellView):
@@ -108,8 +109,15 @@ def cell_records(view: TableView) -> list[dict]:
             "reproduced_mean": reproduced.mean if reproduced else "",
             "reproduced_std": reproduced.std if reproduced and reproduced.std is not None else "",
             "n": reproduced.n if reproduced else 0, "delta": "" if cell.delta is None else cell.delta,
-            "verdict": cell.verdict, "source": reported.source if reported else ""})
+            "verdict": cell.verdict, "analogue": cell.analogue, "source": reported.source if reported else ""})
     return records
+
+
+def analogue_of(view: TableView, column: str | None, rows) -> str:
+    """The analogue reasons of the cells of ``rows`` in ``column`` (None: every cell of the table), each once
+    ("" when every one is the paper's quantity)."""
+    cells = view.cells.values() if column is None else [view.cells[row, column] for row in rows]
+    return "; ".join(dict.fromkeys(reason for cell in cells for reason in cell.analogue.split("; ") if reason))
 
 
 def column_title(view: TableView, order: ColumnOrder) -> str:
@@ -134,7 +142,9 @@ def order_lines(view: TableView) -> list[str]:
         tied = len(order.pairs) - len(order.judged)
         notes = [f"by group: {by_group}" if by_group else "",
                  f"{tied} pair{'s' * (tied != 1)} tied in the paper, not judged" if tied else "",
-                 "a proxy: neither agreement nor disagreement" if order.proxy else ""]
+                 "a proxy: neither agreement nor disagreement" if order.proxy else "",
+                 f"ours is an analogue ({analogue})" if (analogue := analogue_of(view, order.proxy or order.column,
+                                                                                  order.rows)) else ""]
         lines.append(f"{column_title(view, order)}: {order.verdict} (pairs); Kendall τ = {tau} over {len(order.rows)} rows"
                      + "".join(f"; {note}" for note in notes if note))
     return lines
@@ -168,6 +178,7 @@ def pair_records(view: TableView) -> list[dict]:
                 "d": format_float(pair.d), "se": format_float(se), "n_a": pair.ours[0].n, "n_b": pair.ours[1].n,
                 "single": [view.spec.row_by_id[row].label for row in pair.single],
                 "outcome": pair.outcome, "reason": pair.reason, "verdict": pair.verdict,
+                "analogue": analogue_of(view, order.proxy or order.column, (pair.a, pair.b)),
                 "d_value": pair.d, "se_value": se})
     return records
 
@@ -175,7 +186,8 @@ def pair_records(view: TableView) -> list[dict]:
 def pair_grid(view: TableView) -> tuple[list[str], list[list[str]]]:
     rows = [[r["column_title"], r["group"], f"{r['a_label']} − {r['b_label']}", f"{r['paper_a']} vs {r['paper_b']}",
              r["paper_difference"], f"{r['ours_a']} vs {r['ours_b']}",
-             r["d"] + (f" ± {r['se']}" if r["se"] else ""), f"{r['n_a']}, {r['n_b']}", r["verdict"]]
+             r["d"] + (f" ± {r['se']}" if r["se"] else ""), f"{r['n_a']}, {r['n_b']}",
+             r["verdict"] + (" (analogue)" if r["analogue"] else "")]
             for r in pair_records(view)]
     return PAIR_HEADER, rows
 
@@ -183,6 +195,7 @@ def pair_grid(view: TableView) -> tuple[list[str], list[list[str]]]:
 def order_columns(view: TableView) -> list[dict]:
     """The column verdicts as data: counts of pair outcomes, overall and per row group."""
     return [{"column": order.column, "title": column_title(view, order), "proxy": order.proxy or "",
+             "analogue": analogue_of(view, order.proxy or order.column, order.rows),
              "verdict": order.verdict, "tau": order.tau, "rows": len(order.rows),
              "counts": order.counts(), "tied": len(order.pairs) - len(order.judged),
              "groups": [{"group": group or "", "summary": order.summary(group), "counts": order.counts(group)}
@@ -199,10 +212,13 @@ def markdown_grid(header: list[str], rows: list[list[str]]) -> str:
 
 def table_markdown(view: TableView) -> str:
     spec = view.spec
-    parts = [f"# {spec.title}", "", f"*{spec.where}*" + (f" — {spec.caption}" if spec.caption else ""), "",
+    parts = [f"# {spec.title}", "", f"*{spec.where}*" + (f" — {view.caption}" if view.caption else ""), "",
              f"## {wide_title(view)}", "", markdown_grid(*wide_grid(view)), ""]
     if has_reported(view):
         parts += [LEGEND, ""]
+    analogue = analogue_of(view, None, None)
+    if analogue:
+        parts += [f"Cells marked analogue stand in for the paper's quantity: {analogue}.", ""]
     notes = [f"- {row_label(view, row.id)}: {row.note}" for row in spec.rows if row.note]
     if notes:
         parts += ["Row notes:", ""] + notes + [""]
@@ -253,7 +269,7 @@ def table_json(view: TableView) -> dict:
     wide_header, wide_rows = wide_grid(view)
     cell_header, cell_rows = cell_grid(view)
     return {"paper": spec.paper, "table": spec.table, "title": spec.title, "where": spec.where,
-            "caption": spec.caption, "kind": spec.kind, "legend": LEGEND,
+            "caption": view.caption, "kind": spec.kind, "legend": LEGEND,
             "printed": {"title": wide_title(view), "header": wide_header, "rows": wide_rows},
             "cells": {"header": cell_header, "rows": cell_rows},
             "ordering": order_lines(view), "order_rule": ORDER_RULE, "pairs": {"header": pair_grid(view)[0],

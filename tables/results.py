@@ -22,11 +22,15 @@ _SEED = re.compile(r"^seed(\d+)$")
 
 @dataclass(frozen=True)
 class Reproduced:
-    """Mean and sample standard deviation over the seeds found (std is None for one seed), and the
-    experiments the values came from (for a value computed by a paper's formula, those of its inputs)."""
+    """Mean and sample standard deviation over the seeds found (std is None for one seed), the
+    experiments the values came from (for a value computed by a paper's formula, those of its inputs),
+    the corpora those runs were trained on (``corpus_label``) and what makes the evaluation data other
+    than the paper's (a local copy that is not the canonical set, or measures another thing)."""
 
     per_seed: dict[int, float]
     experiments: tuple[str, ...] = ()
+    corpora: tuple[str, ...] = ()
+    caveats: tuple[str, ...] = ()
 
     @property
     def n(self) -> int:
@@ -42,6 +46,46 @@ class Reproduced:
 
 
 RUNS_INDEX = "index.json"
+SYNTHETIC = "synthetic world"
+PAIR_TASKS = {"translate": "synthetic translation pairs", "summary": "synthetic summary pairs"}
+
+
+def corpus_label(corpus: dict) -> str:
+    """What a run was trained on, as the tables name it (a run config's ``corpus``): the synthetic world,
+    a Hugging Face corpus's name (openwebtext, pile, ...), a local corpus's ``name`` (default: its train
+    file's stem), a pair task (xsum, wmt14_deen; the world's pairs) or generated Sudoku puzzles."""
+    source = corpus.get("source")
+    if source == "hf":
+        return corpus["hf"]["name"]
+    if source == "local":
+        return corpus["local"].get("name") or Path(corpus["local"]["train"]).stem
+    if source == "pairs":
+        return PAIR_TASKS.get(corpus["pairs"]["task"], corpus["pairs"]["task"])
+    if source == "sudoku":
+        return "generated sudoku"
+    return SYNTHETIC if source == "synthetic" else "an unrecorded corpus"
+
+
+def profile_facts(root: Path) -> dict:
+    """The profile's ``scale`` (paper | reduced) and main corpus, from ``root/index.json`` (written by the
+    workflow); a hand-made folder without one is taken as reduced scale."""
+    index = root / RUNS_INDEX
+    try:
+        facts = json.loads(index.read_text()).get("profile", {}) if index.is_file() else {}
+    except (json.JSONDecodeError, AttributeError) as error:
+        raise DataError(index, None, "profile", f"unreadable run index ({error}); re-run snakemake to rewrite it") from None
+    return {"scale": "reduced", "corpus": None, **facts}
+
+
+def _caveat(result: dict, key: str) -> str | None:
+    """Why the data behind ``key`` (``<task>/<metric>``) is not the canonical set: a local copy that is
+    not exact, or not comparable; None for the canonical data."""
+    task = key.split("/", 1)[0]
+    local = ((result["details"].get("tasks") or {}).get(task) or {}).get("local_data") if isinstance(
+        result.get("details"), dict) else None
+    if not local or (local.get("exact", True) and local.get("comparable", True)):
+        return None
+    return f"{task}: local copy, {local.get('why') or 'not the canonical set'}"
 
 
 def run_folders(root: Path) -> list[Path]:
@@ -89,8 +133,11 @@ def result_files(root: Path) -> list[Path]:
 
 
 def load_results(root: Path) -> dict[Metric, Reproduced]:
-    """Every finite metric of every result file of the runs to read (``run_folders``), grouped over seeds."""
+    """Every finite metric of every result file of the runs to read (``run_folders``), grouped over seeds,
+    with the corpora of its runs and the caveats of its data."""
     per_seed: dict[Metric, dict[int, float]] = {}
+    corpora: dict[Metric, set[str]] = {}
+    caveats: dict[Metric, set[str]] = {}
     for path in result_files(root):
         experiment, seed_dir = path.parts[-4], path.parts[-3]
         match = _SEED.match(seed_dir)
@@ -105,7 +152,12 @@ def load_results(root: Path) -> dict[Metric, Reproduced]:
         for field, value in expected.items():
             if result[field] != value:
                 raise DataError(path, None, field, f"{result[field]!r} differs from the path ({value!r})")
+        corpus = corpus_label((result.get("config") or {}).get("corpus") or {"source": None})
         for key, value in result["metrics"].items():
             if value is not None and math.isfinite(value):
-                per_seed.setdefault((experiment, path.stem, key), {})[int(match[1])] = float(value)
-    return {ref: Reproduced(seeds, (ref[0],)) for ref, seeds in per_seed.items()}
+                ref = (experiment, path.stem, key)
+                per_seed.setdefault(ref, {})[int(match[1])] = float(value)
+                corpora.setdefault(ref, set()).add(corpus)
+                caveats.setdefault(ref, set()).update(filter(None, [_caveat(result, key)]))
+    return {ref: Reproduced(seeds, (ref[0],), tuple(sorted(corpora[ref])), tuple(sorted(caveats[ref])))
+            for ref, seeds in per_seed.items()}

@@ -31,6 +31,11 @@ class Axis:
     alternatives: dict = field(default_factory=dict)
     order_proxy: str | None = None
     note: str = ""
+    corpus: str | None = None      # what the paper trained this row / column on (the table's when absent)
+    synthetic_only: bool = False   # columns: a quantity of the synthetic world alone (the oracle)
+
+
+NO_CORPUS = "none"  # a quantity that depends on no corpus (kernel timings)
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,8 @@ class TableSpec:
     kind: str = "results"
     value_type: str = "number"
     order: int = 100
+    corpus: str | None = None
+    caption_synthetic: str = ""
 
     def __post_init__(self):
         self.row_by_id = _index(self.rows, self.path, "rows")
@@ -99,6 +106,10 @@ class TableSpec:
     def cell_type(self, row: str, column: str) -> str:
         """'number' or 'text': the row's type wins over the column's, then the table default."""
         return self.row_by_id[row].type or self.column_by_id[column].type or self.value_type
+
+    def paper_corpus(self, row: str, column: str) -> str | None:
+        """What the paper trained the cell's model on: the row's corpus, else the column's, else the table's."""
+        return self.row_by_id[row].corpus or self.column_by_id[column].corpus or self.corpus
 
     def baseline_of(self, row: str) -> Axis | None:
         """The baseline row of ``row``'s group, if the group declares one."""
@@ -150,7 +161,8 @@ def load_spec(path: Path) -> TableSpec:
         rows=_axes(data["rows"], path), columns=_axes(data["columns"], path),
         checks=[CellCheck(**check) for check in data.get("checks", [])],
         caption=data.get("caption", ""), kind=data.get("kind", "results"),
-        value_type=data.get("value_type", "number"), order=data.get("order", 100))
+        value_type=data.get("value_type", "number"), order=data.get("order", 100), corpus=data.get("corpus"),
+        caption_synthetic=data.get("caption_synthetic", ""))
 
 
 def load_specs(root: Path = SPECS) -> dict[str, dict[str, TableSpec]]:

@@ -318,3 +318,22 @@ def test_a_child_profile_replaces_a_laws_grid_and_merges_only_top_level_experime
     assert law["experiments"] == ["dlcm_law_*"] and law["holdout"] == ["dlcm_law_xs_p3_r4"] and law["paper"] == "dlcm"
     ids = [e["id"] for e in config["experiments"]]
     assert ids.count("dlcm_s") == 1 and ids[-1] == "dlcm_law_xxs_p2_r2"
+
+
+def test_local_tasks_are_checked_with_the_profile(profile, tmp_path):
+    """local_tasks: a missing manifest or copy, a copy whose sha256 changed, or a real-task evaluation none of
+    whose tasks has a copy is one line before any job; a valid manifest passes."""
+    profile["local_tasks"] = {"manifest": str(tmp_path / "absent.yaml")}
+    assert "local_tasks.manifest: " in (m := _error(profile)) and "absent.yaml not found" in m
+    (tmp_path / "piqa.jsonl").write_text('{"goal": "g", "sol1": "a", "sol2": "b", "label": 0}\n')
+    manifest = tmp_path / "manifest.yaml"
+    profile["local_tasks"] = {"manifest": str(manifest)}
+    manifest.write_text(yaml.safe_dump({"root": str(tmp_path), "tasks": {"piqa": "missing.jsonl"}}))
+    assert "missing.jsonl: file of task piqa not found" in _error(profile)
+    manifest.write_text(yaml.safe_dump({"root": str(tmp_path), "tasks": {"piqa": {"path": "piqa.jsonl",
+                                                                               "sha256": "f" * 64}}}))
+    assert "piqa.jsonl: sha256 " in (m := _error(profile)) and "the file changed" in m
+    manifest.write_text(yaml.safe_dump({"root": str(tmp_path), "tasks": {"piqa": "piqa.jsonl"}}))
+    validate(profile, "p.yaml")
+    _entry(profile, "base_gpt2_s")["evals"] = ["ppl", "lm_ppl"]
+    assert "evals lm_ppl runs wikitext, lambada_openai, lambada_standard, none of which has a local copy" in _error(profile)

@@ -74,7 +74,7 @@ def test_dag_produces_results_tables_and_report(workdir):
         assert result["provenance"]["checkpoint_sha256"]
         embedded = json.loads((workdir / f"results/micro/runs/{exp}/seed0/eval/embedded.json").read_text())
         assert 0.0 <= embedded["metrics"]["embedded_choice/acc"] <= 1.0
-        assert (workdir / f"results/micro/runs/{exp}/seed0/eval/embedded.samples.jsonl").stat().st_size > 0
+        assert (workdir / f"results/micro/runs/{exp}/seed0/eval/embedded.samples.jsonl.gz").stat().st_size > 0
     codebook = json.loads((workdir / "results/micro/runs/concept_k4/seed0/eval/codebook.json").read_text())
     assert 0.0 < codebook["metrics"]["test/utilisation_pct"] <= 100.0
     assert not (workdir / "results/micro/runs/concept_k4/seed0/eval/embedded.json").exists()  # not in its evals
@@ -158,3 +158,53 @@ def test_invalid_profile_fails_before_any_job(tmp_path):
     assert run.returncode != 0
     assert "model.d_model=32 is not divisible by model.n_head=5" in run.stdout + run.stderr
     assert not (tmp_path / "results").exists()
+
+
+PIQA_ROWS = [{"goal": "open a jar", "sol1": "twist the lid", "sol2": "eat the lid", "label": 0},
+             {"goal": "dry hands", "sol1": "use a towel", "sol2": "use a rock", "label": 0},
+             {"goal": "boil water", "sol1": "freeze it", "sol2": "heat it", "label": 1}]
+LAMBADA_ROWS = [{"text": "the story of the dog and the dog"}, {"text": "she met the king and the king"}]
+
+
+def _local_tasks_profile(workdir: Path, **piqa) -> Path:
+    """micro.yaml with base_s evaluating zeroshot from local copies of piqa and lambada_openai (local.yaml)."""
+    data = workdir / "localdata"
+    data.mkdir(exist_ok=True)
+    if not (data / "piqa.jsonl").exists():
+        (data / "piqa.jsonl").write_text("".join(json.dumps(row) + "\n" for row in PIQA_ROWS))
+        (data / "lambada.jsonl").write_text("".join(json.dumps(row) + "\n" for row in LAMBADA_ROWS))
+    manifest = {"root": str(data), "tasks": {"piqa": {"path": "piqa.jsonl", **piqa}, "lambada_openai": "lambada.jsonl"}}
+    (workdir / "manifest.yaml").write_text(yaml.safe_dump(manifest))
+    config = micro_profile()
+    config["local_tasks"] = {"manifest": str(workdir / "manifest.yaml")}
+    config["experiments"][0]["evals"] = ["ppl", "embedded", "zeroshot"]
+    (workdir / "local.yaml").write_text(yaml.safe_dump(config))
+    return workdir / "local.yaml"
+
+
+def test_real_tasks_from_local_copies_feed_the_dag(workdir):
+    """A profile's local_tasks: zeroshot runs the suite's tasks that have copies, offline, into eval/zeroshot.json
+    (each file's sha256, exact, the tasks left out); a changed copy re-runs it; a copy that no longer matches
+    the manifest's sha256 is refused before any job."""
+    profile = _local_tasks_profile(workdir)
+    target = "results/micro/runs/base_s/seed0/eval/zeroshot.json"
+    run = subprocess.run(SNAKEMAKE + ["-d", str(workdir), "--configfile", str(profile), "--cores", "2", target],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads((workdir / target).read_text())
+    assert result["metrics"]["piqa/acc"] is not None and result["metrics"]["lambada_openai/acc"] is not None
+    local = result["details"]["local_data"]
+    assert set(local) == {"piqa", "lambada_openai"} and len(local["piqa"]["sha256"]) == 64
+    assert local["piqa"]["exact"] is False and "3 documents where lm-eval's validation split has 1838" in local["piqa"]["why"]
+    assert {"arc_easy", "sciq", "race"} <= set(result["details"]["unavailable_tasks"])
+    assert result["details"]["offline"] is True
+    with (workdir / "localdata" / "piqa.jsonl").open("a") as handle:
+        handle.write(json.dumps(PIQA_ROWS[0]) + "\n")
+    planned = subprocess.run(SNAKEMAKE + ["-d", str(workdir), "--configfile", str(profile), "-n", target],
+                             capture_output=True, text=True, timeout=300)
+    assert planned.returncode == 0 and "rule evaluate_harness:" in planned.stdout, planned.stdout[-2000:]
+    profile = _local_tasks_profile(workdir, sha256="0" * 64)
+    refused = subprocess.run(SNAKEMAKE + ["-d", str(workdir), "--configfile", str(profile), "-n", target],
+                             capture_output=True, text=True, timeout=300)
+    assert refused.returncode != 0 and "rule " not in refused.stdout
+    assert "piqa.jsonl: sha256 " in refused.stderr and "the file changed; restore it, or put its new sha256" in refused.stderr

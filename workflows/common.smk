@@ -3,12 +3,13 @@
 import json
 import os
 import re
+import shlex
 import sys
 
 from pathlib import Path
 
-from workflows.experiments import (ConfigError, PAPERS, datasets, genppl_settings, resolve, run_config, scaling_laws,
-                                   validate, with_parents)
+from workflows.experiments import (ConfigError, PAPERS, datasets, genppl_settings, local_tasks, resolve, run_config,
+                                   scaling_laws, validate, with_parents)
 
 # A profile's `extends:` file is relative to the profile (the last --configfile; config/ by default).
 # Errors name that file.
@@ -133,7 +134,12 @@ def runs_index_json():
     or an evaluation dropped from the profile never reaches a table)."""
     index = {f"{e}/seed{s}": EXPERIMENTS[e]["evals"] for e, s in runs()}
     index.update({f"{law}/seed0": ["law"] for law in LAWS})
-    return json.dumps({"runs": index}, sort_keys=True)
+    # what the tables need of the profile: its scale (a cell at reduced scale is an analogue) and main corpus
+    from tables.results import corpus_label
+
+    profile = {"name": PROFILE["profile"], "scale": PROFILE.get("scale", "reduced"),
+               "corpus": corpus_label(PROFILE["corpus"])}
+    return json.dumps({"runs": index, "profile": profile}, sort_keys=True)
 
 
 def data_settings_json(wildcards):
@@ -179,11 +185,30 @@ def run_settings_json(wildcards):
     return json.dumps(run_config(PROFILE, wildcards.experiment, int(wildcards.seed)), sort_keys=True)
 
 
+# Real tasks from local copies (the profile's `local_tasks`): the manifest and every file it names are
+# inputs of the real-task evaluations, so a changed copy re-runs them.
+LOCAL_TASKS = local_tasks(PROFILE, SOURCE)
+
+
+def local_task_files(wildcards):
+    """The manifest and data files a real-task evaluation reads ([] for the world's tasks or without local_tasks)."""
+    if LOCAL_TASKS is None or not BY_NAME[wildcards.suite].real_tasks:
+        return []
+    files = [spec[key] for spec in LOCAL_TASKS.values() for key in ("path", "labels") if key in spec]
+    return [PROFILE["local_tasks"]["manifest"], *dict.fromkeys(files)]
+
+
 def harness_flags(wildcards):
     """The experiment's ``eval`` settings as flags of the harness (``eval.batch_size``: lm-eval's batch size;
-    absent: the CLI's default). Outside the run's config: changing them re-runs the evaluations only."""
+    absent: the CLI's default), and the local copies of real tasks. Outside the run's config: changing them
+    re-runs the evaluations only."""
     batch = EXPERIMENTS[wildcards.experiment]["eval"].get("batch_size")
-    return f"--batch-size {batch}" if batch is not None else ""
+    flags = [f"--batch-size {batch}"] if batch is not None else []
+    if LOCAL_TASKS is not None and BY_NAME[wildcards.suite].real_tasks:
+        entry = PROFILE["local_tasks"]
+        flags += ["--local-only", f"--local-data {shlex.quote(entry['manifest'])}"]
+        flags += [f"--local-root {shlex.quote(entry['root'])}"] if entry.get("root") else []
+    return " ".join(flags)
 
 
 # Every job writes its console to its log; on failure the log's last lines go to Snakemake's console, so

@@ -99,9 +99,10 @@ rule evaluate_harness:
         manifest=f"{RUN}/final/manifest.json",
         tokenizer=run_tokenizer,
         tasks=lambda wildcards: [f"{DATA}/tasks/manifest.json"] if BY_NAME[wildcards.suite].world_tasks else [],
+        local=local_task_files,
     output:
         result=f"{RUN}/eval/{{suite}}.json",
-        samples=f"{RUN}/eval/{{suite}}.samples.jsonl",
+        samples=f"{RUN}/eval/{{suite}}.samples.jsonl.gz",
     wildcard_constraints:
         suite=constraint("evaluate_harness"),
     params:
@@ -120,7 +121,7 @@ rule evaluate_harness:
     shell:
         logged(
             "{params.python} -m evals.harness --run-dir {params.run_dir} --tokenizer {input.tokenizer} --tasks {params.tasks}"
-            " {params.task_dir} {params.flags} --out {output.result} --threads {threads}"
+            " {params.task_dir} {params.flags} --out {output.result} --samples {output.samples} --threads {threads}"
         )
 
 

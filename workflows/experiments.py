@@ -188,6 +188,7 @@ def validate(config, source: str = "config") -> dict:
         except ConfigError as e:
             raise ConfigError(str(e) if str(e).startswith(source) else f"{source}: experiments[{exp_id}]: {e}") from None
     _check_genppl(config, experiments, source)
+    _check_local_tasks(config, experiments, source)
     scaling_laws(config, experiments, source)
     _check_corpus(config["corpus"], source)
     _check_upstream_data(config, experiments, source)
@@ -583,6 +584,48 @@ def genppl_settings(config: dict) -> dict:
     from evals.genppl.sample import with_defaults
 
     return with_defaults(config.get("genppl", {}))
+
+
+def local_tasks(config: dict, source: str = "config") -> dict | None:
+    """The profile's local copies of real tasks (``local_tasks``): ``{task: {path, format, ...}}`` with
+    absolute paths (``evals.tasks.local_data.read_config``); None without ``local_tasks``."""
+    entry = config.get("local_tasks")
+    if entry is None:
+        return None
+    from evals.harness.errors import HarnessError
+    from evals.tasks.local_data import read_config
+
+    if not Path(entry["manifest"]).is_file():
+        raise ConfigError(f"{source}: local_tasks.manifest: {entry['manifest']} not found (relative paths are to the "
+                          "working directory); give the path of a local-data manifest (evals/tasks/local_data.yaml)")
+    try:
+        return read_config(entry["manifest"], entry.get("root"))
+    except HarnessError as error:
+        raise ConfigError(f"{source}: local_tasks: {error}") from None
+
+
+def _check_local_tasks(config: dict, experiments: dict, source: str) -> None:
+    """Every local copy exists and matches its sha256, and each real-task evaluation an experiment lists has
+    at least one task with a copy: found now, not when the evaluation job starts."""
+    local = local_tasks(config, source)
+    if local is None:
+        return
+    from evals.harness.errors import HarnessError
+    from evals.harness.suites import load_suites
+    from evals.tasks.local_data import verify
+
+    try:
+        verify(local, f"{source}: local_tasks")
+    except HarnessError as error:
+        raise ConfigError(str(error)) from None
+    suites = load_suites()
+    for exp_id, exp in experiments.items():
+        for name in exp["evals"]:
+            evaluation = find(name)
+            tasks = [entry["task"] for entry in suites[evaluation.suite]["tasks"]] if evaluation.real_tasks else []
+            if tasks and not set(tasks) & set(local):
+                raise ConfigError(f"{source}: experiments[{exp_id}]: evals {name} runs {', '.join(tasks)}, none of which "
+                                  f"has a local copy in {config['local_tasks']['manifest']}; add one or drop {name}")
 
 
 def _check_genppl(config: dict, experiments: dict, source: str) -> None:

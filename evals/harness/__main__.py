@@ -3,10 +3,11 @@
     python -m evals.harness --run-dir results/runs/base_gpt2_s/seed0 --tokenizer results/data/world/tokenizer.json \\
         --tasks embedded --task-dir results/data/world/tasks --out results/runs/base_gpt2_s/seed0/eval/embedded.json
 
-    # real tasks from local copies (offline cluster); skips cleanly when the data folder is absent
-    python -m evals.harness --run-dir ... --tokenizer ... --tasks local_zeroshot \\
+    # the papers' real tasks that have local copies (offline cluster; the run's own tokenizer found
+    # beside it); skips cleanly when the data folder is absent
+    python -m evals.harness --run-dir ... --tasks conceptlm_zeroshot,conceptlm_ppl,dlcm_zeroshot --local-only \\
         --local-data evals/tasks/local_data.yaml --local-root ../shared/data --skip-missing-root \\
-        --out results/runs/base_gpt2_s/seed0/eval/zeroshot_local.json
+        --out results/runs/base_gpt2_s/seed0/eval/local.json
 
 Bad input (unknown task or suite, missing or malformed local data, a checkpoint of another model
 family, a tokenizer that does not fit) is one line on stderr and exit code 2, before any evaluation.
@@ -31,7 +32,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m evals.harness", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("--run-dir", required=True, help="run folder (its final/ checkpoint) or the final/ folder itself")
-    p.add_argument("--tokenizer", required=True, help="tokenizer.json of the run's corpus")
+    p.add_argument("--tokenizer", help="tokenizer.json of the run's corpus (default: the one beside the run, "
+                                       "<results>/data/*/tokenizer.json, that it was trained with)")
     p.add_argument("--tasks", required=True, help="comma-separated suites (evals/tasks/suites.yaml) and/or lm-eval tasks")
     p.add_argument("--out", required=True, help="result JSON; its stem is the eval name (e.g. eval/embedded.json)")
     p.add_argument("--task-dir", action="append", default=[], help="folder of task YAMLs (repeatable), e.g. embedded tasks")
@@ -40,10 +42,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--num-fewshot", type=int, help="override every task's n-shot")
     p.add_argument("--local-data", help="local-data config (evals/tasks/local_data.yaml format)")
     p.add_argument("--local-root", help="override the config's root folder")
+    p.add_argument("--local-only", action="store_true",
+                   help="only the tasks with a local copy in --local-data; the others are listed as unavailable")
     p.add_argument("--skip-missing-root", action="store_true",
                    help="exit 0 without writing anything when the local data root does not exist")
     p.add_argument("--cache-dir", help="lm-eval request cache folder (the file name carries the checkpoint sha256)")
-    p.add_argument("--samples", help="per-sample log (default: <out stem>.samples.jsonl beside --out; .gz compresses)")
+    p.add_argument("--samples", help="per-sample log (default: <out stem>.samples.jsonl.gz beside --out, "
+                   "gzip-compressed; a name without .gz: plain JSON lines)")
     p.add_argument("--expect-arch", help="refuse a checkpoint of another model family (e.g. gpt2)")
     p.add_argument("--rolling-context", type=int, default=1,
                    help="context_len of rolling windows (1 = lm-eval's hf backend)")
@@ -64,10 +69,13 @@ def main(argv: list[str] | None = None) -> int:
         if not Path(root).is_dir():
             print(f"skipped: local data root {root} not found")
             return 0
+    from evals.harness.checkpoints import run_tokenizer
     from evals.harness.run import execute, plan
 
-    p = plan(a.run_dir, a.tokenizer, a.tasks, a.out, task_dirs=a.task_dir, num_fewshot=a.num_fewshot,
-             local_data=a.local_data, local_root=a.local_root, samples_path=a.samples,
+    final = Path(a.run_dir) / "final" if (Path(a.run_dir) / "final").is_dir() else Path(a.run_dir)
+    tokenizer = a.tokenizer or run_tokenizer(final)
+    p = plan(a.run_dir, tokenizer, a.tasks, a.out, task_dirs=a.task_dir, num_fewshot=a.num_fewshot,
+             local_data=a.local_data, local_root=a.local_root, local_only=a.local_only, samples_path=a.samples,
              offline=True if a.offline else None, limit=a.limit, batch_size=a.batch_size, cache_dir=a.cache_dir,
              expect_arch=a.expect_arch, rolling_context_len=a.rolling_context, bootstrap_iters=a.bootstrap_iters,
              device=a.device)

@@ -51,6 +51,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,8 +108,40 @@ def has_decode_hook(model) -> bool:
             and getattr(model, "INCREMENTAL_DECODE", True))
 
 
+class LineProgress:
+    """Progress as plain lines for logs (no terminal, no tqdm carriage returns): one line each ``every``
+    seconds, and a last one: ``scoring windows: 12,000 / 74,000 (16%), 35 s, about 3 min left``."""
+
+    def __init__(self, total: int, desc: str, every: float = 30.0, clock=time.monotonic, stream=None):
+        self.total, self.desc, self.every, self.clock = total, desc, every, clock
+        self.stream = stream if stream is not None else sys.stderr
+        self.done, self.start = 0, clock()
+        self.last = self.start
+
+    def update(self, n: int) -> None:
+        self.done += n
+        now = self.clock()
+        if now - self.last >= self.every:
+            self.last = now
+            self._line(now)
+
+    def close(self) -> None:
+        if self.last != self.start:  # only what ran long enough to report along the way
+            self._line(self.clock())
+
+    def _line(self, now: float) -> None:
+        spent = now - self.start
+        left = spent * (self.total - self.done) / self.done if self.done else 0.0
+        eta = f", about {left / 60:.0f} min left" if left >= 90 else f", about {left:.0f} s left" if left else ""
+        print(f"{self.desc}: {self.done:,} / {self.total:,} ({100 * self.done / max(self.total, 1):.0f}%), "
+              f"{spent:.0f} s{eta}", file=self.stream, flush=True)
+
+
 def _progress(total: int, desc: str, disable: bool):
-    return tqdm(total=total, desc=desc, disable=disable or not sys.stderr.isatty())
+    """A tqdm bar on a terminal; plain lines every 30 s in a log (a long local suite says where it is)."""
+    if sys.stderr.isatty():
+        return tqdm(total=total, desc=desc, disable=disable)
+    return LineProgress(total, desc)
 
 
 @register_model(ADAPTER_NAME)

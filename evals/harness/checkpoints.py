@@ -67,3 +67,24 @@ def load_for_eval(final_dir: Path, tokenizer_path: Path, expect_arch: str | None
             "checkpoint_sha256": manifest["model_sha256"], "tokenizer_sha256": tok.sha256,
             "max_length": int(manifest["config"]["model"]["seq_len"]), "manifest": manifest}
     return model, tok, info
+
+
+def run_tokenizer(final_dir: Path) -> Path:
+    """The tokenizer a run was trained with, found beside it: the ``data/<dataset>/tokenizer.json`` of its
+    results folder (``<results>/runs/<experiment>/seed<k>/final``) whose sha256 the manifest records."""
+    from corpora.tokenization import load_tokenizer
+
+    final_dir = Path(final_dir).resolve()
+    manifest = read_final_manifest(final_dir)
+    trained_with = (manifest.get("data") or {}).get("tokenizer_sha256")
+    tok_cfg = manifest["config"].get("tokenizer", {"kind": "bpe"})
+    data = final_dir.parents[3] / "data" if len(final_dir.parents) > 3 else final_dir / "data"
+    for path in sorted(data.glob("*/tokenizer.json")):
+        try:
+            if load_tokenizer(tok_cfg, path).sha256 == trained_with:
+                return path
+        except ReproError:
+            continue
+    raise HarnessError(f"{final_dir}: no tokenizer.json under {data} is the one this run was trained with "
+                       f"({str(trained_with)[:16]}); pass --tokenizer")
+

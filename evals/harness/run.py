@@ -120,10 +120,12 @@ def plan(run_dir: str | Path, tokenizer: str | Path, tasks: str | list[str], out
          task_dirs: list[str | Path] = (), num_fewshot: int | None = None, local_data: str | Path | None = None,
          local_root: str | Path | None = None, local_dir: str | Path | None = None,
          samples_path: str | Path | None = None, offline: bool | None = None, suites: dict | None = None,
-         **options) -> EvalPlan:
+         local_only: bool = False, **options) -> EvalPlan:
     """The plan of evaluating the run in ``run_dir`` (its ``final/`` checkpoint) on ``tasks`` into ``out``:
     suites resolved, task folders, checkpoint manifest and local-data config checked (one-line
-    ``HarnessError``s), nothing loaded. ``options``: the other fields of ``EvalPlan``."""
+    ``HarnessError``s), nothing loaded. ``local_only``: only the tasks with a local copy (the others listed
+    in the result as unavailable). Offline when asked, when every suite is, or when every task reads
+    local files (a local copy or a task folder). ``options``: the other fields of ``EvalPlan``."""
     from evals.harness.checkpoints import read_final_manifest
 
     out, run_dir = Path(out), Path(run_dir)
@@ -141,10 +143,16 @@ def plan(run_dir: str | Path, tokenizer: str | Path, tasks: str | list[str], out
 
         local = read_config(local_data, local_root)
         local_dir = Path(local_dir) if local_dir else out.parent / f".{out.stem}_local_tasks"
+    if local_only:
+        if local is None:
+            raise HarnessError("--local-only needs --local-data (a local-data manifest)")
+        resolved = resolved.only(local)
+    on_disk = set(local or ()) | {path.stem for d in dirs for path in d.glob("*.yaml")}
+    if offline is None:
+        offline = resolved.offline or set(resolved.tasks) <= on_disk
     return EvalPlan(final_dir, Path(tokenizer), out,
-                    Path(samples_path) if samples_path else out.with_name(f"{out.stem}.samples.jsonl"), requested,
-                    resolved, dirs, local, local_dir, bool(offline or (offline is None and resolved.offline)),
-                    num_fewshot=num_fewshot, **options)
+                    Path(samples_path) if samples_path else out.with_name(f"{out.stem}.samples.jsonl.gz"), requested,
+                    resolved, dirs, local, local_dir, bool(offline), num_fewshot=num_fewshot, **options)
 
 
 @dataclass
@@ -231,7 +239,7 @@ def record(p: EvalPlan, loaded: Loaded, merged: dict, started: float) -> dict:
         "num_fewshot_override": p.num_fewshot, "batch_size": p.batch_size, "seeds": LMEVAL_SEEDS,
         "bootstrap_iters": p.bootstrap_iters, "offline": os.environ.get("HF_DATASETS_OFFLINE") == "1",
         "request_cache": loaded.cache, "task_dirs": [str(d) for d in loaded.task_dirs],
-        "local_data": loaded.local_manifest or None,
+        "local_data": loaded.local_manifest or None, "unavailable_tasks": p.tasks.unavailable,
         "samples": {"file": p.samples.name, "n": n_samples, "sha256": sha256_file(p.samples)}}
     result = result_record(lm.info["manifest"], p.out, metrics, details, started)
     atomic_write_json(p.out, json.loads(json.dumps(result, default=str)))

@@ -36,6 +36,17 @@ class TaskPlan:
     suites: list[str] = field(default_factory=list)
     external: list[dict] = field(default_factory=list)
     offline: bool = True                                            # every suite marked offline
+    unavailable: list[str] = field(default_factory=list)            # tasks left out: no local copy
+
+    def only(self, available) -> "TaskPlan":
+        """The plan restricted to the tasks in ``available`` (those with a local copy), the others listed in
+        ``unavailable``; offline, since every task left reads local files."""
+        keep = {task: n for task, n in self.tasks.items() if task in available}
+        if not keep:
+            raise HarnessError(f"none of the tasks {sorted(self.tasks)} has a local copy in the local-data manifest; "
+                               "add one, or run without --local-only")
+        return TaskPlan(keep, [m for m in self.table_metrics if m.task in keep], self.suites, self.external, True,
+                        [task for task in self.tasks if task not in keep])
 
     def by_fewshot(self) -> dict[int, list[str]]:
         groups: dict[int, list[str]] = {}
@@ -68,6 +79,16 @@ def split_names(spec: str | list[str]) -> list[str]:
     return names
 
 
+def _listed(task: str, suites: dict[str, dict]) -> dict:
+    """A task given by name: the entry of the first suite that lists it with a table metric (so its result
+    has the tables' keys), else the bare task."""
+    for suite in suites.values():
+        for entry in suite.get("tasks", []):
+            if entry["task"] == task and entry.get("metric"):
+                return {k: v for k, v in entry.items() if k != "num_fewshot"}
+    return {"task": task}
+
+
 def resolve(names: list[str], suites: dict[str, dict] | None = None, num_fewshot: int | None = None) -> TaskPlan:
     """The plan for ``names`` (suites expanded). ``num_fewshot`` overrides every task's n-shot."""
     suites = load_suites() if suites is None else suites
@@ -80,8 +101,8 @@ def resolve(names: list[str], suites: dict[str, dict] | None = None, num_fewshot
             plan.offline &= bool(suite.get("offline", False))
             entries = suite["tasks"]
         else:
-            plan.offline = False  # a bare task name may need the hub
-            entries = [{"task": name}]
+            plan.offline = False  # a bare task name may need the hub (the plan says when it does not)
+            entries = [_listed(name, suites)]
         for entry in entries:
             task = entry["task"]
             shots = int(entry.get("num_fewshot", 0) if num_fewshot is None else num_fewshot)

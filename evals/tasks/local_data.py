@@ -37,7 +37,19 @@ winogrande      hf, llmfoundry       llmfoundry: context_options, continuation, 
 boolq           hf, boolq_original   boolq_original: google-research BoolQ (answer true/false or
                                      "True"/"False"); hf = super_glue boolq (label 0/1)
 openbookqa      hf, llmfoundry       llmfoundry: query = question_stem, choices, gold
+wikitext        hf, raw, tokens      hf: ``{page}`` (EleutherAI/wikitext_document_level, wikitext-2-raw-v1);
+                                     raw: ``wiki.test.raw`` of WikiText-2 or -103 raw (the same test
+                                     articles), cut into pages as that dataset is (a page starts at a
+                                     level-1 heading line ``= Title =``); tokens: ``wiki.test.tokens``,
+                                     the tokenized variant (``<unk>``, ``@-@``): same pages, NOT
+                                     comparable (``comparable: false`` in the result)
 =============== ==================== ===================================================================
+
+Each task's source in the result (``details.local_data``) carries the file's sha256, its rows, and
+``exact``: true only when the format is lossless, the rows are as many as lm-eval's split has
+(``LocalTask.rows``) and the manifest does not say ``exact: false``; ``comparable`` is false for a copy
+whose metric means something else (the tokenized WikiText). A manifest entry may give ``sha256``: a
+file that no longer matches it is refused (``verify``), before any evaluation.
 """
 from __future__ import annotations
 
@@ -239,27 +251,62 @@ def _piqa_original(rows: list[dict], path: Path, spec: dict) -> list[dict]:
     return out
 
 
+def _hf_wikitext(row):
+    _need(row, {"page": str})
+    if not row["page"].strip():
+        raise BadRow("empty page")
+
+
+def wikitext_pages(lines: list[str]) -> list[dict]:
+    """WikiText's lines cut into articles as EleutherAI/wikitext_document_level does: a page starts at a
+    level-1 heading (`` = Title = ``; ``= = Section = =`` lines are not); pages keep their lines as they are."""
+    pages, current = [], []
+    for line in lines:
+        heading = line.replace("= = =", "===").replace("= =", "==").strip()
+        if heading.startswith("= ") and heading.endswith(" =") and current:
+            pages.append("\n".join(current))
+            current = []
+        current.append(line)
+    pages.append("\n".join(current))
+    return [{"page": page} for page in pages if page.strip()]
+
+
 @dataclass(frozen=True)
 class LocalTask:
     upstream: str                       # path under lm_eval/tasks/
     split: str                          # the split lm-eval evaluates (test or validation)
     hf: Callable                        # validator of the HF columns
     converters: dict[str, Callable] = field(default_factory=dict)   # format -> row converter
-    approximate: tuple[str, ...] = ()
+    approximate: tuple[str, ...] = ()   # formats that lose or change something (exact: false)
+    rows: int | None = None             # documents of lm-eval's split: another count is not the canonical set
+    not_comparable: dict[str, str] = field(default_factory=dict)    # format -> why its metric means another thing
+    text_formats: tuple[str, ...] = ()  # formats read as lines of text, not records
 
 
+_TOKENIZED = ("the tokenized WikiText (<unk> for rare words, ' @-@ ' for hyphens): its word perplexity is not "
+              "that of lm-eval's wikitext (raw text); give wiki.test.raw for a comparable number")
+# rows: the documents of the split lm-eval evaluates (its HF dataset), so a subset or a different copy says so
 LOCAL_TASKS: dict[str, LocalTask] = {
-    "lambada_openai": LocalTask("lambada/lambada_openai.yaml", "test", _hf_lambada, {"llmfoundry": _lambada_llmfoundry}),
-    "lambada_standard": LocalTask("lambada/lambada_standard.yaml", "test", _hf_lambada),
+    "lambada_openai": LocalTask("lambada/lambada_openai.yaml", "test", _hf_lambada, {"llmfoundry": _lambada_llmfoundry},
+                                rows=5153),
+    "lambada_standard": LocalTask("lambada/lambada_standard.yaml", "test", _hf_lambada, rows=5153),
     "piqa": LocalTask("piqa/piqa.yaml", "validation", _hf_piqa,
-                      {"llmfoundry": _piqa_llmfoundry, "piqa_original": None}, approximate=("llmfoundry",)),
-    "arc_easy": LocalTask("arc/arc_easy.yaml", "test", _hf_arc, {"ai2": _arc_ai2, "llmfoundry": _arc_llmfoundry}),
-    "arc_challenge": LocalTask("arc/arc_challenge.yaml", "test", _hf_arc, {"ai2": _arc_ai2, "llmfoundry": _arc_llmfoundry}),
+                      {"llmfoundry": _piqa_llmfoundry, "piqa_original": None}, approximate=("llmfoundry",), rows=1838),
+    "arc_easy": LocalTask("arc/arc_easy.yaml", "test", _hf_arc, {"ai2": _arc_ai2, "llmfoundry": _arc_llmfoundry},
+                          rows=2376),
+    "arc_challenge": LocalTask("arc/arc_challenge.yaml", "test", _hf_arc, {"ai2": _arc_ai2, "llmfoundry": _arc_llmfoundry},
+                               rows=1172),
     "hellaswag": LocalTask("hellaswag/hellaswag.yaml", "validation", _hf_hellaswag, {"llamacpp": None},
-                           approximate=("llamacpp",)),
-    "winogrande": LocalTask("winogrande/default.yaml", "validation", _hf_winogrande, {"llmfoundry": _winogrande_llmfoundry}),
-    "boolq": LocalTask("super_glue/boolq/default.yaml", "validation", _hf_boolq, {"boolq_original": _boolq_original}),
-    "openbookqa": LocalTask("openbookqa/openbookqa.yaml", "test", _hf_openbookqa, {"llmfoundry": _openbookqa_llmfoundry}),
+                           approximate=("llamacpp",), rows=10042),
+    "winogrande": LocalTask("winogrande/default.yaml", "validation", _hf_winogrande, {"llmfoundry": _winogrande_llmfoundry},
+                            rows=1267),
+    "boolq": LocalTask("super_glue/boolq/default.yaml", "validation", _hf_boolq, {"boolq_original": _boolq_original},
+                       rows=3270),
+    "openbookqa": LocalTask("openbookqa/openbookqa.yaml", "test", _hf_openbookqa, {"llmfoundry": _openbookqa_llmfoundry},
+                            rows=500),
+    "wikitext": LocalTask("wikitext/wikitext.yaml", "test", _hf_wikitext, {"raw": None, "tokens": None},
+                          approximate=("tokens",), rows=62, not_comparable={"tokens": _TOKENIZED},
+                          text_formats=("raw", "tokens")),
 }
 _SUFFIX_BUILDER = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}  # csv: column types are guessed
 
@@ -298,10 +345,13 @@ def read_config(path: str | Path, root: str | Path | None = None) -> dict[str, d
         if task not in LOCAL_TASKS:
             raise HarnessError(f"{path}: task {task!r} has no local-file mode; supported: {sorted(LOCAL_TASKS)}")
         spec = {"path": spec} if isinstance(spec, str) else dict(spec or {})
-        unknown = set(spec) - {"path", "format", "labels"}
+        unknown = set(spec) - {"path", "format", "labels", "sha256", "exact", "note"}
         if "path" not in spec or unknown:
-            raise HarnessError(f"{path}: tasks.{task} needs 'path' (and optionally 'format', 'labels'); "
-                               f"unknown keys {sorted(unknown)}")
+            raise HarnessError(f"{path}: tasks.{task} needs 'path' (and optionally 'format', 'labels', 'sha256', "
+                               f"'exact', 'note'); unknown keys {sorted(unknown)}")
+        if spec.get("exact", False) is not False:
+            raise HarnessError(f"{path}: tasks.{task}.exact: only 'exact: false' may be given (a copy you know to "
+                               "differ from the canonical set); exactness is otherwise worked out from format and rows")
         for key in ("path", "labels"):
             if key in spec:
                 spec[key] = str((base / spec[key]).resolve())
@@ -310,11 +360,27 @@ def read_config(path: str | Path, root: str | Path | None = None) -> dict[str, d
     return out
 
 
+def verify(config: dict[str, dict], where: str = "local data") -> None:
+    """Every file of a local-data config exists and matches the sha256 its entry gives (a one-line error
+    naming the file and the fix); cheap enough to run when a profile is checked."""
+    for task, spec in config.items():
+        for key in ("path", "labels"):
+            if key in spec and not Path(spec[key]).is_file():
+                raise HarnessError(f"{where}: {spec[key]}: file of task {task} not found; fix tasks.{task}.{key} or "
+                                   "the manifest's root")
+        if spec.get("sha256") and sha256_file(spec["path"]) != spec["sha256"]:
+            raise HarnessError(f"{where}: {spec['path']}: sha256 {sha256_file(spec['path'])[:12]}... differs from the "
+                               f"manifest's {spec['sha256'][:12]}... (tasks.{task}.sha256): the file changed; restore "
+                               "it, or put its new sha256 in the manifest")
+
+
 def _read_rows(path: Path, fmt: str, task: str) -> list:
     if not path.is_file():
         raise HarnessError(f"{path}: local data file for {task} not found")
     if fmt == "llamacpp":
         return path.read_text(encoding="utf-8").splitlines()
+    if fmt in LOCAL_TASKS[task].text_formats:  # lines as the HF loading script splits them
+        return path.read_text(encoding="utf-8").split("\n")
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         import pyarrow.parquet as pq
@@ -338,12 +404,28 @@ def _read_rows(path: Path, fmt: str, task: str) -> list:
     return rows
 
 
+def _exactness(local: LocalTask, fmt: str, rows: int, spec: dict) -> dict:
+    """``exact`` (the canonical set, losslessly), ``comparable`` (the task's metric) and why not."""
+    why = []
+    if fmt in local.approximate:
+        why.append(f"format {fmt} is approximate (evals/tasks/local_data.py)")
+    if local.rows is not None and rows != local.rows:
+        why.append(f"{rows} documents where lm-eval's {local.split} split has {local.rows}")
+    if spec.get("exact") is False:
+        why.append(spec.get("note") or "the manifest says exact: false")
+    out = {"exact": not why, "comparable": fmt not in local.not_comparable}
+    if why or fmt in local.not_comparable:
+        out["why"] = "; ".join(why + ([local.not_comparable[fmt]] if fmt in local.not_comparable else []))
+    return out
+
+
 def prepare_local_tasks(config: dict[str, dict], out_dir: str | Path, tasks: list[str] | None = None) -> dict:
     """Validate and (where needed) convert every configured task's data; write the task YAMLs into
     ``out_dir`` (an lm-eval include path) and ``manifest.json``; return the manifest."""
     out_dir = Path(out_dir).resolve()
     upstream_root = lm_eval_tasks_dir()
     wanted = config if tasks is None else {t: config[t] for t in tasks if t in config}
+    verify(wanted)
     manifest = {}
     for task, spec in wanted.items():
         local, fmt, src = LOCAL_TASKS[task], spec["format"], Path(spec["path"])
@@ -355,6 +437,8 @@ def prepare_local_tasks(config: dict[str, dict], out_dir: str | Path, tasks: lis
             raise HarnessError(f"{src}: empty (local data for {task})")
         if fmt == "llamacpp":
             rows = _hellaswag_llamacpp(rows, src)
+        elif fmt in local.text_formats:
+            rows = wikitext_pages(rows)
         elif fmt == "piqa_original":
             rows = _piqa_original(rows, src, spec)
         converter = local.converters.get(fmt)
@@ -380,7 +464,7 @@ def prepare_local_tasks(config: dict[str, dict], out_dir: str | Path, tasks: lis
             raise HarnessError(f"{upstream}: upstream task YAML missing from the installed lm-eval")
         split = local.split
         source = {"file": str(src), "sha256": sha256_file(src), "format": fmt, "rows": len(converted),
-                  "exact": fmt not in local.approximate}
+                  **_exactness(local, fmt, len(converted), spec)}
         if spec.get("labels"):
             source.update(labels=spec["labels"], labels_sha256=sha256_file(spec["labels"]))
         cfg = {"include": str(upstream), "task": task, "dataset_path": builder, "dataset_name": None,

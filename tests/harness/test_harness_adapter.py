@@ -206,3 +206,25 @@ def test_registered_in_lm_eval_and_buildable_from_model_args(harness_run):
     assert lm.batch_size == 5 and lm.max_length == 32 and lm.info["arch"] == "gpt2"
     with pytest.raises(HarnessError, match="final_dir"):
         cls.create_from_arg_string("tokenizer=x")
+
+
+def test_progress_in_a_log_is_a_line_every_30_seconds():
+    """Without a terminal (a job's log) a long suite says where it is, as lines, not tqdm carriage returns."""
+    import io
+
+    from evals.harness.adapter import LineProgress
+
+    now, out = [0.0], io.StringIO()
+    bar = LineProgress(74_000, "scoring windows", clock=lambda: now[0], stream=out)
+    for _ in range(4):
+        now[0] += 10
+        bar.update(6_000)
+    bar.close()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "scoring windows: 18,000 / 74,000 (24%), 30 s, about 2 min left" and len(lines) == 2
+    assert "\r" not in out.getvalue()
+    quiet = io.StringIO()
+    short = LineProgress(10, "scoring windows", clock=lambda: 0.0, stream=quiet)
+    short.update(10)
+    short.close()
+    assert quiet.getvalue() == ""  # a short job prints nothing

@@ -3,6 +3,7 @@ limit, seeds and a traceable sample log; bad input is one line on stderr and exi
 evaluation (and no result file)."""
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from importlib import metadata
@@ -41,7 +42,8 @@ def test_result_json_is_complete_and_traceable(world_run, embedded_dir, tmp_path
         t = d["tasks"][task]
         assert t["version"] == 1.0 and t["n_shot"] == 0 and t["n_samples"]["effective"] == 6
     assert r["provenance"]["checkpoint_sha256"] == d["harness"]["model_info"]["checkpoint_sha256"]
-    samples = [json.loads(x) for x in (out.parent / "embedded.samples.jsonl").read_text().splitlines()]
+    with gzip.open(out.parent / "embedded.samples.jsonl.gz", "rt") as handle:  # compressed by default
+        samples = [json.loads(x) for x in handle.read().splitlines()]
     assert len(samples) == d["samples"]["n"] == 18
     choice = [s for s in samples if s["task"] == "embedded_choice"]
     assert sum(s["acc"] for s in choice) / len(choice) == pytest.approx(m["embedded_choice/acc"])
@@ -65,12 +67,19 @@ def test_the_plan_is_checked_before_anything_heavy_is_imported(world_run, embedd
     code = (f"import sys\nfrom evals.harness.run import plan\n"
             f"p = plan({str(world_run['run_dir'])!r}, {str(world_run['tokenizer'])!r}, 'embedded,piqa', {str(out)!r}, "
             f"task_dirs=[{str(embedded_dir)!r}], local_data={str(EXAMPLE_CONFIG)!r}, limit=3, batch_size=4)\n"
-            "assert p.final_dir.name == 'final' and p.samples.name == 'x.samples.jsonl' and p.batch_size == 4\n"
+            "assert p.final_dir.name == 'final' and p.samples.name == 'x.samples.jsonl.gz' and p.batch_size == 4\n"
             "assert list(p.tasks.tasks) == ['embedded_cloze', 'embedded_choice', 'embedded_ppl', 'piqa'], p.tasks\n"
             "assert 'piqa' in p.local and p.local_dir.name == '.x_local_tasks' and not p.local_dir.exists()\n"
+            # a task named directly: the tables' metric of the suite that lists it, offline (its copy is local)
+            "assert [m.key for m in p.tasks.table_metrics][-1] == 'piqa/acc' and p.offline\n"
             "print([m for m in ('torch', 'lm_eval', 'transformers', 'datasets') if m in sys.modules])\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+    assert not plan(world_run["run_dir"], world_run["tokenizer"], "piqa", out).offline  # from the hub
+    with pytest.raises(HarnessError, match="--local-only needs --local-data"):
+        plan(world_run["run_dir"], world_run["tokenizer"], "piqa", out, local_only=True)
+    with pytest.raises(HarnessError, match="none of the tasks .* has a local copy"):
+        plan(world_run["run_dir"], world_run["tokenizer"], "sciq", out, local_data=EXAMPLE_CONFIG, local_only=True)
     with pytest.raises(HarnessError, match="task folder not found"):
         plan(world_run["run_dir"], world_run["tokenizer"], "embedded", out, task_dirs=[tmp_path / "none"])
     with pytest.raises(HarnessError, match="no manifest"):
@@ -123,7 +132,7 @@ def test_bad_input_fails_before_evaluation(world_run, harness_run, embedded_dir,
                  "model family 'retired_family', which is not registered", out)
     (tmp_path / "local.yaml").write_text(f"root: {tmp_path}\ntasks:\n  piqa: {{path: missing.jsonl}}\n")
     expect_error(capsys, cli(world_run, embedded_dir, out, "--tasks", "piqa", "--local-data", str(tmp_path / "local.yaml")),
-                 "missing.jsonl: local data file for piqa not found", out)
+                 "missing.jsonl: file of task piqa not found; fix tasks.piqa.path", out)
 
 
 def test_unknown_task_names_the_nearest(world_run, embedded_dir, tmp_path, capsys):
@@ -133,6 +142,25 @@ def test_unknown_task_names_the_nearest(world_run, embedded_dir, tmp_path, capsy
 
 def test_local_verification_skips_without_its_data(world_run, embedded_dir, tmp_path, capsys):
     out = tmp_path / "x.json"
-    assert cli(world_run, embedded_dir, out, "--tasks", "local_zeroshot", "--local-data", str(EXAMPLE_CONFIG),
+    assert cli(world_run, embedded_dir, out, "--tasks", "conceptlm_zeroshot", "--local-only", "--local-data", str(EXAMPLE_CONFIG),
                "--local-root", str(tmp_path / "absent"), "--skip-missing-root") == 0
     assert "skipped" in capsys.readouterr().out and not out.exists()
+
+
+def test_the_runs_own_tokenizer_is_found_beside_it(world_run, tmp_path):
+    """Without --tokenizer: the data/<dataset>/tokenizer.json of the run's results folder whose sha256 the
+    checkpoint recorded (another tokenizer beside it is passed over); none there is a one-line error."""
+    from evals.harness.checkpoints import run_tokenizer
+    from evals.harness.errors import HarnessError
+
+    final = tmp_path / "results" / "runs" / "world_tiny" / "seed0" / "final"
+    shutil.copytree(world_run["final"], final)
+    with pytest.raises(HarnessError, match="no tokenizer.json under .* is the one this run was trained with"):
+        run_tokenizer(final)
+    other = tmp_path / "results" / "data" / "aaa" / "tokenizer.json"
+    other.parent.mkdir(parents=True)
+    other.write_text(world_run["tokenizer"].read_text().replace('"<|endoftext|>"', '"<|end|>"', 1))
+    own = tmp_path / "results" / "data" / "world" / "tokenizer.json"
+    own.parent.mkdir(parents=True)
+    shutil.copy(world_run["tokenizer"], own)
+    assert run_tokenizer(final) == own

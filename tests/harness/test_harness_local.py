@@ -40,12 +40,16 @@ CASES = {
     "openbookqa": ({"id": "o1", "question_stem": "Predators eat", "answerKey": "C",
                     "choices": {"text": ["lions", "humans", "bunnies", "grass"], "label": ["A", "B", "C", "D"]}},
                    {"llmfoundry": ({"query": "Predators eat", "choices": ["lions", "humans", "bunnies", "grass"], "gold": 2}, {})}),
+    "wikitext": ({"page": " = Art = \n \n The art @-@ form is old . \n"},
+                 {"raw": (" \n = Art = \n \n The art @-@ form is old . \n", {}),
+                  "tokens": (" \n = Art = \n \n The art @-@ form is old . \n", {})}),
 }
+TEXT_FORMATS = ("llamacpp", "raw", "tokens")
 
 
 def write(folder: Path, task: str, fmt: str, content, extra: dict) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{task}.{'txt' if fmt == 'llamacpp' else 'jsonl'}"
+    path = folder / f"{task}.{'txt' if fmt in TEXT_FORMATS else 'jsonl'}"
     path.write_text(content if isinstance(content, str) else json.dumps(content) + "\n")
     spec = {"path": str(path), "format": fmt}
     if "labels" in extra:
@@ -84,6 +88,29 @@ def test_every_format_gives_lm_eval_the_same_item_as_the_hf_columns(tmp_path):
         for task in cfg:
             assert got[task] == reference[task], (task, cfg[task]["format"])
             assert manifest[task]["rows"] == 1 and len(manifest[task]["sha256"]) == 64
+            # one document is not lm-eval's split: never the canonical set
+            assert manifest[task]["exact"] is False and "1 documents where lm-eval's" in manifest[task]["why"]
+            assert manifest[task]["comparable"] is (cfg[task]["format"] != "tokens")
+
+
+def test_wikitext_is_cut_into_articles_at_level_one_headings():
+    from evals.tasks.local_data import wikitext_pages
+
+    text = " \n = First = \n \n Text one . \n \n = = Section = = \n More . \n = Second = \n Two . \n"
+    pages = wikitext_pages(text.split("\n"))
+    assert [p["page"].split("\n")[0] for p in pages] == [" = First = ", " = Second = "]
+    assert "= = Section = =" in pages[0]["page"] and pages[1]["page"] == " = Second = \n Two . \n"
+
+
+def test_a_changed_copy_or_a_declared_subset_is_said(tmp_path):
+    spec = write(tmp_path / "in", "piqa", "hf", CASES["piqa"][0], {})
+    one_line_error({"piqa": {**spec, "sha256": "0" * 64}}, tmp_path, r"piqa.jsonl: sha256 .* differs from the "
+                   r"manifest's 000000000000\.\.\. \(tasks.piqa.sha256\): the file changed")
+    manifest = prepare_local_tasks({"piqa": {**spec, "exact": False, "note": "our own subset"}}, tmp_path / "t")
+    assert manifest["piqa"]["exact"] is False and "our own subset" in manifest["piqa"]["why"]
+    (tmp_path / "cfg.yaml").write_text("tasks:\n  piqa: {path: x.jsonl, exact: true}\n")
+    with pytest.raises(HarnessError, match="only 'exact: false' may be given"):
+        read_config(tmp_path / "cfg.yaml")
 
 
 def test_yaml_keeps_the_upstream_task_and_points_at_absolute_files(tmp_path):
@@ -123,7 +150,7 @@ def test_bad_local_data_is_a_one_line_error(tmp_path):
 
 def test_config_paths_resolve_against_root(tmp_path):
     cfg = read_config(EXAMPLE_CONFIG, root=tmp_path)
-    assert set(cfg) <= set(LOCAL_TASKS) and len(cfg) == 8
+    assert set(cfg) <= set(LOCAL_TASKS) and len(cfg) == 9
     assert cfg["piqa"]["path"] == str(tmp_path / "piqa" / "valid.jsonl") and cfg["piqa"]["format"] == "piqa_original"
 
 
@@ -131,13 +158,17 @@ def test_config_paths_resolve_against_root(tmp_path):
 def test_shared_data_copies_load_and_evaluate(world_run, tmp_path):
     from evals.harness.run import evaluate
 
-    r = evaluate(world_run["run_dir"], world_run["tokenizer"], "local_zeroshot", tmp_path / "eval" / "zeroshot_local.json",
-                 local_data=EXAMPLE_CONFIG, local_root=SHARED, limit=4, batch_size=8)
+    r = evaluate(world_run["run_dir"], world_run["tokenizer"], "conceptlm_zeroshot,conceptlm_ppl,dlcm_zeroshot",
+                 tmp_path / "eval" / "local.json", local_data=EXAMPLE_CONFIG, local_root=SHARED, local_only=True,
+                 limit=4, batch_size=8)
     for task in ("lambada_openai", "arc_easy", "arc_challenge", "piqa", "hellaswag", "winogrande", "boolq", "openbookqa"):
         assert r["metrics"][f"{task}/acc"] is not None
         assert r["details"]["tasks"][task]["local_data"]["sha256"]
         assert r["details"]["tasks"][task]["n_samples"]["effective"] == 4
+    assert r["metrics"]["wikitext/ppl"] > 1 and r["details"]["local_data"]["wikitext"]["comparable"] is False
     assert r["details"]["local_data"]["hellaswag"]["exact"] is False
+    assert r["details"]["local_data"]["lambada_openai"]["exact"] is True
+    assert {"sciq", "race", "mmlu", "commonsense_qa"} <= set(r["details"]["unavailable_tasks"])
     assert r["details"]["offline"] is True
 
 

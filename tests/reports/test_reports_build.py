@@ -1,4 +1,6 @@
 """``python -m reports build`` on fixture results: report.md, report.html and figures, never failing on gaps."""
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,9 @@ def test_first_screen_is_the_verdict_summary(report):
     text = (report / "report.md").read_text()
     first_table = text.index("### ConceptLM Table 1")
     summary = text[text.index("## What this profile reproduces"):first_table]
-    assert text.index("## What this profile reproduces") < text.index("Embedded default:") < first_table
+    assert text.index("## What this profile reproduces") < text.index("Our runs:") < first_table
+    assert ("Every comparison below is an analogue, not the paper's quantity on the paper's data: trained on an "
+            "unrecorded corpus, the paper on openwebtext; reduced scale.") in summary
     assert "| Table 2 · Avg Acc · GPT-2 124M | mixed | 2 agree, 1 differs | [table](#conceptlm-table02) |" in summary
     assert "| Table 1 · Avg PPL · GPT-2 124M | agrees | 3 agree | [table](#conceptlm-table01) |" in summary
     assert "3 comparisons: 2 agree, 1 mixed." in summary
@@ -83,3 +87,22 @@ def test_analogue_with_fixed_x_values():
     spec = next(spec for spec in load_figure_specs() if spec["id"] == "conceptlm_fig5")
     png, caption = analogue(spec, load_results(RUNS))
     assert png is None and "conceptlm_pythia_s_n8" in caption
+
+
+def test_a_real_corpus_report_has_no_oracle(tmp_path):
+    """Runs on a real corpus (the index says so; their results carry no oracle): no oracle column, no oracle text."""
+    runs = tmp_path / "runs"
+    shutil.copytree(RUNS, runs)
+    for path in runs.glob("*/seed*/eval/*.json"):
+        result = json.loads(path.read_text())
+        result["metrics"] = {key: value for key, value in result["metrics"].items() if "oracle" not in key}
+        result["config"] = {**result.get("config", {}), "corpus": {"source": "local", "local": {"train": "stories.txt"}}}
+        path.write_text(json.dumps(result))
+    listed = sorted(str(path.relative_to(runs)) for path in runs.glob("*/seed*"))
+    (runs / "index.json").write_text(json.dumps({"runs": listed, "profile": {"scale": "reduced", "corpus": "stories"}}))
+    assert tables_main(["build", "--results", str(runs), "--out", str(tmp_path / "tables")]) == 0
+    assert reports_main(["build", "--results", str(runs), "--tables", str(tmp_path / "tables"),
+                         "--out", str(tmp_path / "report")]) == 0
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "oracle" not in text.lower()
+    assert "trained on stories, the paper on openwebtext" in text

@@ -95,8 +95,12 @@ def test_reproduced_cells_are_merged_and_ordered(real):
     assert table2.cells["gpt2_124m_base", "avg_acc"].reproduced.mean == pytest.approx(35.0)  # fractions scaled to %
     assert table2.orders["avg_acc"].flips == [("gpt2_124m_base", "gpt2_124m_pm")]
     assert table2.orders["avg_acc"].verdict == "agrees 2 / differs 1 / inconclusive 0"  # 3 seeds each, se 0.16
-    assert table2.cells["gpt2_124m_pm", "avg_acc"].verdict == "order agrees vs ConceptLM; differs vs Base"
-    assert table2.cells["gpt2_124m_conceptlm", "avg_acc"].verdict == "order agrees vs Base, PM"
+    # the fixtures record no corpus and no profile: analogues of the paper's cells, the order still judged
+    assert table2.cells["gpt2_124m_pm", "avg_acc"].verdict == "analogue; order agrees vs ConceptLM; differs vs Base"
+    assert table2.cells["gpt2_124m_pm", "avg_acc"].analogue == ("trained on an unrecorded corpus, the paper on openwebtext; "
+                                                                "reduced scale")
+    assert table2.cells["gpt2_124m_conceptlm", "avg_acc"].verdict == "analogue; order agrees vs Base, PM"
+    assert foundation["base_gpt2_xs", "test_ppl"].analogue == ""  # our own tables stand in for nothing
     table1 = views["conceptlm", "table01"]
     assert table1.orders["avg_ppl"].verdict == "agrees 3 / differs 0 / inconclusive 0"  # all four PPLs: no proxy
     assert table1.orders["avg_ppl"].proxy is None
@@ -111,3 +115,55 @@ def test_a_malformed_result_file_is_an_error(tmp_path):
     path.write_text("{not json")
     with pytest.raises(DataError, match=r"ppl\.json:1: field '\(json\)'"):
         build(tmp_path / "runs")
+
+
+def _runs_on(tmp_path, corpus: dict, scale: str, local_data: dict | None = None):
+    """The fixture runs, their results recording ``corpus`` (and a local copy's source for every task),
+    under an index of a profile at ``scale``."""
+    from pathlib import Path
+
+    root = tmp_path / "runs"
+    shutil.copytree(Path(__file__).resolve().parent / "fixtures" / "runs", root)
+    for path in root.glob("*/seed*/eval/*.json"):
+        result = json.loads(path.read_text())
+        result["config"] = {**result.get("config", {}), "corpus": corpus}
+        if local_data:
+            tasks = {key.split("/")[0] for key in result["metrics"]}
+            result["details"] = {**result.get("details", {}), "tasks": {task: {"local_data": local_data} for task in tasks}}
+        path.write_text(json.dumps(result))
+    runs = sorted(str(path.relative_to(root)) for path in root.glob("*/seed*"))
+    (root / "index.json").write_text(json.dumps({"runs": runs, "profile": {"scale": scale, "corpus": "x"}}))
+    return {(view.spec.paper, view.spec.table): view for view in build(root).tables}
+
+
+def test_a_cell_is_reproduced_only_on_the_papers_corpus_at_paper_scale(tmp_path):
+    owt = {"source": "hf", "hf": {"name": "openwebtext", "max_docs": {}}}
+    cell = _runs_on(tmp_path / "a", owt, "paper")["conceptlm", "table02"].cells["gpt2_124m_pm", "avg_acc"]
+    assert cell.analogue == "" and cell.verdict == "order agrees vs ConceptLM; differs vs Base"
+    cell = _runs_on(tmp_path / "b", owt, "reduced")["conceptlm", "table02"].cells["gpt2_124m_pm", "avg_acc"]
+    assert cell.analogue == "reduced scale"
+    stories = {"source": "local", "local": {"train": "/data/TinyStories-train.txt", "name": "tinystories"}}
+    views = _runs_on(tmp_path / "c", stories, "paper")
+    assert views["conceptlm", "table01"].cells["gpt2_124m_base", "train_ppl"].analogue == \
+        "trained on tinystories, the paper on openwebtext"
+    unnamed = {"source": "local", "local": {"train": "/data/TinyStories-train.txt"}}
+    views = _runs_on(tmp_path / "d", unnamed, "paper")
+    cell = views["conceptlm", "table01"].cells["gpt2_124m_base", "train_ppl"]
+    assert cell.verdict == "analogue" and cell.analogue == "trained on TinyStories-train, the paper on openwebtext"
+
+
+def test_a_local_copy_that_is_not_the_canonical_set_makes_an_analogue(tmp_path):
+    owt = {"source": "hf", "hf": {"name": "openwebtext", "max_docs": {}}}
+    copy = {"exact": False, "comparable": True, "why": "format llamacpp is approximate"}
+    cell = _runs_on(tmp_path, owt, "paper", copy)["conceptlm", "table02"].cells["gpt2_124m_pm", "hellaswag_acc"]
+    assert cell.analogue == "hellaswag: local copy, format llamacpp is approximate"
+
+
+def test_every_reproducible_cell_of_a_paper_names_the_papers_corpus():
+    """A cell a run can fill says what the paper trained on (row, column or table), so it can be called an analogue."""
+    from tables.specs import load_specs
+
+    unnamed = [(spec.table, row.id, column.id) for paper, specs in load_specs().items() if paper != "embedded"
+               for spec in specs.values() for row in spec.rows for column in spec.columns
+               if spec.result_ref(row.id, column.id) and spec.paper_corpus(row.id, column.id) is None]
+    assert unnamed == []

@@ -69,9 +69,10 @@ def test_each_pair_gets_its_known_verdict(case):
     assert [order.summary(group) for group in order.groups] == [
         "agrees 2 / differs 1 / inconclusive 0", "agrees 0 / differs 0 / inconclusive 1",
         "agrees 0 / differs 0 / inconclusive 1"]
-    assert view.cells["pm_s", "ppl"].verdict == "order agrees vs ConceptLM; differs vs Base"
-    assert view.cells["concept_xs", "ppl"].verdict == "order inconclusive vs Base (|d| ≤ 2·se)"
-    assert view.cells["concept_m", "ppl"].verdict == "order inconclusive vs Base (n=1)"
+    # the hand-made runs record no corpus and no profile: analogues, their order still judged
+    assert view.cells["pm_s", "ppl"].verdict == "analogue; order agrees vs ConceptLM; differs vs Base"
+    assert view.cells["concept_xs", "ppl"].verdict == "analogue; order inconclusive vs Base (|d| ≤ 2·se)"
+    assert view.cells["concept_m", "ppl"].verdict == "analogue; order inconclusive vs Base (n=1)"
 
 
 def test_a_proxy_column_is_labelled_everywhere_and_counted_apart(case):
@@ -100,7 +101,7 @@ def test_the_pairs_view_shows_difference_and_standard_error(case):
     assert (record["n_a"], record["n_b"], record["verdict"]) == (3, 3, "differs")
     single = next(r for r in table["order_pairs"] if (r["column"], r["a"]) == ("ppl", "base_m"))
     assert (single["se"], single["single"], single["verdict"]) == ("", ["Base"], "inconclusive (n=1)")
-    assert "| Train PPL | S | Base − PM | 30.0 vs 29.0 | 1.0 | 20 vs 22 | -2 ± 0.1291 | 3, 3 | differs |" in (
+    assert "| Train PPL | S | Base − PM | 30.0 vs 29.0 | 1.0 | 20 vs 22 | -2 ± 0.1291 | 3, 3 | differs (analogue) |" in (
         out / "hand" / "t1.md").read_text()
 
 
@@ -122,4 +123,4 @@ def test_conceptlm_train_ppl_cells_are_compared_directly(tmp_path):
                        ("pythia_410m_contextlm", "pythia_410m_conceptlm"): (8.67, 8.70)}
     assert order.verdict == "agrees 2 / differs 3 / inconclusive 0"
     assert view.orders["avg_ppl"].proxy == "train_ppl" and view.orders["avg_ppl"].verdict.startswith("proxy: ")
-    assert view.cells["gpt2_355m_pm", "train_ppl"].verdict == "order differs vs Base, ConceptLM"
+    assert view.cells["gpt2_355m_pm", "train_ppl"].verdict == "analogue; order differs vs Base, ConceptLM"
