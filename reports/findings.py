@@ -21,6 +21,8 @@ from pathlib import Path
 
 from tables.io import write_atomic
 
+from .summary import atoms
+
 START, END = "<!-- findings:start -->", "<!-- findings:end -->"
 OUTCOMES = ("agrees", "differs", "inconclusive")
 PROXY_NOTE = ("Proxy comparisons: the paper's column is ordered against a different quantity of ours, so they are "
@@ -153,12 +155,12 @@ def findings_markdown(findings: Findings | None, tables: Path, compact: bool = F
                 f"`python -m tables build --out {tables}` first.\n")
     lines = [findings.lead, ""]
     everything = findings.judged + findings.proxies
-    reasons = list(dict.fromkeys(finding.analogue for finding in everything if finding.analogue))
-    mark = bool(reasons) and not (len(reasons) == 1 and all(finding.analogue for finding in everything))
+    reasons = atoms(finding.analogue for finding in everything)
+    mark = bool(reasons) and not all(finding.analogue for finding in everything)
     if reasons:
         lines += [("Groups marked (analogue) compare" if mark else "Every group below compares")
-                  + " a stand-in for the paper's quantity, so a verdict is about the order of the rows only: "
-                  + " | ".join(reasons) + ".", ""]
+                  + " a stand-in for the paper's quantity, so a verdict is about the order of the rows only ("
+                  + "; ".join(reasons) + ").", ""]
     bullet = lambda finding: f"- {'(analogue) ' if mark and finding.analogue else ''}{finding.text}"  # noqa: E731
     if findings.judged:
         lines += [bullet(finding) for finding in findings.judged] + [""]

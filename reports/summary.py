@@ -81,17 +81,21 @@ def comparisons(table: dict) -> list[Comparison]:
     return out
 
 
+def atoms(reasons) -> list[str]:
+    """The distinct parts ("trained on X, the paper on Y", "reduced scale", ...) of "; "-joined reasons, in order."""
+    return list(dict.fromkeys(part for reason in reasons for part in reason.split("; ") if part))
+
+
 def _analogue_blocks(found: list[Comparison]) -> tuple[list[Block], bool]:
     """A sentence saying which comparisons are analogues and why; True when each line must be marked."""
-    reasons = {comparison.analogue for comparison in found} - {""}
-    if not reasons:
+    parts = atoms(comparison.analogue for comparison in found)
+    if not parts:
         return [], False
-    every = all(comparison.analogue for comparison in found)
-    if every and len(reasons) == 1:
-        return [Paragraph(f"Every comparison below is an analogue, not the paper's quantity on the paper's data: "
-                          f"{reasons.pop()}. Its verdict is about the order of the rows, which the analogue may share.")], False
-    return [Paragraph("Comparisons marked (analogue) stand in for the paper's quantity: "
-                      + " | ".join(sorted(reasons)) + ".")], True
+    if all(comparison.analogue for comparison in found):
+        return [Paragraph("Every comparison below is an analogue, not the paper's quantity on the paper's data ("
+                          + "; ".join(parts) + "): its verdict is about the order of the rows, which the analogue "
+                          "may share.")], False
+    return [Paragraph("Comparisons marked (analogue) stand in for the paper's quantity (" + "; ".join(parts) + ").")], True
 
 
 def _tally(found: list[Comparison], statuses: Counter) -> str:

@@ -79,10 +79,14 @@ def profile_facts(root: Path) -> dict:
 
 def _caveat(result: dict, key: str) -> str | None:
     """Why the data behind ``key`` (``<task>/<metric>``) is not the canonical set: a local copy that is
-    not exact, or not comparable; None for the canonical data."""
+    not exact or not comparable, or a document limit; None for the canonical data."""
+    details = result.get("details") if isinstance(result.get("details"), dict) else {}
     task = key.split("/", 1)[0]
-    local = ((result["details"].get("tasks") or {}).get(task) or {}).get("local_data") if isinstance(
-        result.get("details"), dict) else None
+    if task not in (details.get("tasks") or {}):
+        return None
+    if details.get("limit"):
+        return f"lm-eval tasks limited to {details['limit']} documents each"
+    local = details["tasks"][task].get("local_data")
     if not local or (local.get("exact", True) and local.get("comparable", True)):
         return None
     return f"{task}: local copy, {local.get('why') or 'not the canonical set'}"

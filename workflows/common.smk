@@ -199,11 +199,11 @@ def local_task_files(wildcards):
 
 
 def harness_flags(wildcards):
-    """The experiment's ``eval`` settings as flags of the harness (``eval.batch_size``: lm-eval's batch size;
-    absent: the CLI's default), and the local copies of real tasks. Outside the run's config: changing them
+    """The experiment's ``eval`` settings as flags of the harness (``eval.batch_size``: lm-eval's batch size,
+    ``eval.limit``: documents per task; absent: the CLI's defaults), and the local copies of real tasks. Outside the run's config: changing them
     re-runs the evaluations only."""
-    batch = EXPERIMENTS[wildcards.experiment]["eval"].get("batch_size")
-    flags = [f"--batch-size {batch}"] if batch is not None else []
+    settings = EXPERIMENTS[wildcards.experiment]["eval"]
+    flags = [f"--{key.replace('_', '-')} {settings[key]}" for key in ("batch_size", "limit") if key in settings]
     if LOCAL_TASKS is not None and BY_NAME[wildcards.suite].real_tasks:
         entry = PROFILE["local_tasks"]
         flags += ["--local-only", f"--local-data {shlex.quote(entry['manifest'])}"]

@@ -28,8 +28,8 @@ def test_first_screen_is_the_verdict_summary(report):
     first_table = text.index("### ConceptLM Table 1")
     summary = text[text.index("## What this profile reproduces"):first_table]
     assert text.index("## What this profile reproduces") < text.index("Our runs:") < first_table
-    assert ("Every comparison below is an analogue, not the paper's quantity on the paper's data: trained on an "
-            "unrecorded corpus, the paper on openwebtext; reduced scale.") in summary
+    assert ("Every comparison below is an analogue, not the paper's quantity on the paper's data (trained on an "
+            "unrecorded corpus, the paper on openwebtext; reduced scale)") in summary
     assert "| Table 2 · Avg Acc · GPT-2 124M | mixed | 2 agree, 1 differs | [table](#conceptlm-table02) |" in summary
     assert "| Table 1 · Avg PPL · GPT-2 124M | agrees | 3 agree | [table](#conceptlm-table01) |" in summary
     assert "3 comparisons: 2 agree, 1 mixed." in summary
