@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .results import listed_runs
+from .results import listed_runs, result_files
 from .specs import ResultRef
 from .validation import DataError
 
@@ -29,12 +29,18 @@ class Coverage:
 
     profiles: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     current: dict[str, list[str] | None] = field(default_factory=dict)
+    unavailable: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (experiment, eval) -> tasks
+    # without a local copy (a result's ``details.unavailable_tasks``)
 
     def where(self, refs: list[ResultRef]) -> str:
         """"small.yaml, paper-conceptlm-gpt2.yaml" (the profiles that run one of ``refs``), or why none is named."""
         if not refs:
             return "no experiment is mapped to it"
         if _runs(self.current, refs):
+            uncopied = sorted({task for ref in refs for experiment in ref.experiments
+                               if (task := ref.key.split("/", 1)[0]) in self.unavailable.get((experiment, ref.eval), ())})
+            if uncopied:
+                return f"no local copy of {', '.join(uncopied)} in the profile's local_tasks"
             return "this profile runs it but its results are missing: re-run snakemake"
         if not self.profiles:
             return "profiles not indexed"
@@ -48,8 +54,9 @@ def load_coverage(path: Path | None, results: Path) -> Coverage:
     for run, evals in listed_runs(results).items():
         known = current.get(run.parent.name) or []
         current[run.parent.name] = None if evals is None else sorted({*known, *evals})
+    unavailable = _unavailable(results)
     if path is None:
-        return Coverage(current=current)
+        return Coverage(current=current, unavailable=unavailable)
     try:
         data = json.loads(path.read_text())
         profiles = {str(name): {str(exp): list(evals) for exp, evals in runs.items()}
@@ -59,4 +66,17 @@ def load_coverage(path: Path | None, results: Path) -> Coverage:
                         f"{path} config/*.yaml` or leave out --coverage") from None
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
         raise DataError(path, None, "profiles", f"unreadable profile index ({error}); delete it and re-run") from None
-    return Coverage(profiles, current)
+    return Coverage(profiles, current, unavailable)
+
+
+def _unavailable(results: Path) -> dict[tuple[str, str], set[str]]:
+    """(experiment, eval) -> the tasks its results left out for want of a local copy."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for path in result_files(results):
+        try:
+            details = json.loads(path.read_text()).get("details") or {}
+        except (json.JSONDecodeError, AttributeError):
+            continue  # the tables' own reading names a malformed file
+        if isinstance(details, dict) and details.get("unavailable_tasks"):
+            out.setdefault((path.parts[-4], path.stem), set()).update(details["unavailable_tasks"])
+    return out

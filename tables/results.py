@@ -77,19 +77,18 @@ def profile_facts(root: Path) -> dict:
     return {"scale": "reduced", "corpus": None, **facts}
 
 
-def _caveat(result: dict, key: str) -> str | None:
-    """Why the data behind ``key`` (``<task>/<metric>``) is not the canonical set: a local copy that is
-    not exact or not comparable, or a document limit; None for the canonical data."""
+def _caveats(result: dict, key: str) -> list[str]:
+    """Why the data behind ``key`` (``<task>/<metric>``) is not the canonical set: a document limit, a local
+    copy that is not exact or not comparable; none for the canonical data."""
     details = result.get("details") if isinstance(result.get("details"), dict) else {}
     task = key.split("/", 1)[0]
     if task not in (details.get("tasks") or {}):
-        return None
-    if details.get("limit"):
-        return f"lm-eval tasks limited to {details['limit']} documents each"
+        return []
+    out = [f"lm-eval tasks limited to {details['limit']} documents each"] if details.get("limit") else []
     local = details["tasks"][task].get("local_data")
-    if not local or (local.get("exact", True) and local.get("comparable", True)):
-        return None
-    return f"{task}: local copy, {local.get('why') or 'not the canonical set'}"
+    if local and not (local.get("exact", True) and local.get("comparable", True)):
+        out.append(f"{task}: local copy, {local.get('why') or 'not the canonical set'}")
+    return out
 
 
 def run_folders(root: Path) -> list[Path]:
@@ -162,6 +161,6 @@ def load_results(root: Path) -> dict[Metric, Reproduced]:
                 ref = (experiment, path.stem, key)
                 per_seed.setdefault(ref, {})[int(match[1])] = float(value)
                 corpora.setdefault(ref, set()).add(corpus)
-                caveats.setdefault(ref, set()).update(filter(None, [_caveat(result, key)]))
+                caveats.setdefault(ref, set()).update(_caveats(result, key))
     return {ref: Reproduced(seeds, (ref[0],), tuple(sorted(corpora[ref])), tuple(sorted(caveats[ref])))
             for ref, seeds in per_seed.items()}

@@ -32,7 +32,7 @@ class Axis:
     order_proxy: str | None = None
     note: str = ""
     corpus: str | None = None      # what the paper trained this row / column on (the table's when absent)
-    synthetic_only: bool = False   # columns: a quantity of the synthetic world alone (the oracle)
+    synthetic_only: bool = False   # columns: a quantity of the synthetic world alone (the oracle, its tasks)
 
 
 NO_CORPUS = "none"  # a quantity that depends on no corpus (kernel timings)

@@ -283,8 +283,8 @@ class LocalTask:
     text_formats: tuple[str, ...] = ()  # formats read as lines of text, not records
 
 
-_TOKENIZED = ("the tokenized WikiText (<unk> for rare words, ' @-@ ' for hyphens): its word perplexity is not "
-              "that of lm-eval's wikitext (raw text); give wiki.test.raw for a comparable number")
+_TOKENIZED = ("the tokenized WikiText (<unk> for rare words, ' @-@ ' for hyphens), whose word perplexity is not "
+              "that of lm-eval's wikitext (raw text): give wiki.test.raw for a comparable number")
 # rows: the documents of the split lm-eval evaluates (its HF dataset), so a subset or a different copy says so
 LOCAL_TASKS: dict[str, LocalTask] = {
     "lambada_openai": LocalTask("lambada/lambada_openai.yaml", "test", _hf_lambada, {"llmfoundry": _lambada_llmfoundry},
@@ -415,7 +415,7 @@ def _exactness(local: LocalTask, fmt: str, rows: int, spec: dict) -> dict:
         why.append(spec.get("note") or "the manifest says exact: false")
     out = {"exact": not why, "comparable": fmt not in local.not_comparable}
     if why or fmt in local.not_comparable:
-        out["why"] = "; ".join(why + ([local.not_comparable[fmt]] if fmt in local.not_comparable else []))
+        out["why"] = ", and ".join(why + ([local.not_comparable[fmt]] if fmt in local.not_comparable else []))
     return out
 
 

@@ -76,3 +76,16 @@ def test_profiles_index_from_the_real_profiles(tmp_path, capsys):
     assert "gpt2-1.5b-base" in data["profiles"]["config/paper-conceptlm-gpt2.yaml"]
     assert list(data["skipped"]) == [str(draft)] and "skipped" in capsys.readouterr().err
     assert load_coverage(out, tmp_path / "no-runs").profiles == data["profiles"]
+
+
+def test_a_task_without_a_local_copy_is_said_so(tmp_path):
+    """A result that left a task out for want of a local copy: its columns say that, not "results are missing"."""
+    from tables.specs import ResultRef
+
+    result = tmp_path / "runs" / "base_s" / "seed0" / "eval" / "lm_ppl.json"
+    result.parent.mkdir(parents=True)
+    result.write_text(json.dumps({"details": {"unavailable_tasks": ["lambada_standard"]}}))
+    coverage = load_coverage(None, tmp_path / "runs")
+    assert coverage.where([ResultRef(("base_s",), "lm_ppl", "lambada_standard/ppl")]) == \
+        "no local copy of lambada_standard in the profile's local_tasks"
+    assert coverage.where([ResultRef(("base_s",), "lm_ppl", "wikitext/ppl")]).startswith("this profile runs it")
