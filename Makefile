@@ -71,12 +71,15 @@ bench-gpu: $(STAMP)
 	$(BIN)/python -m benchmarks.gpu_throughput
 
 # lm-eval on the papers' real tasks that have local copies (LOCAL_DATA; ../shared/data here), for one trained
-# run of any profile (RUN_DIR=results/<profile>/runs/<experiment>/seed<k>; its tokenizer is found beside it)
+# run of any profile (RUN_DIR=results/<profile>/runs/<experiment>/seed<k>; its tokenizer is found beside it);
+# LIMIT=N: N documents per task. Skipped when the default manifest's folder is absent; a manifest you name must load.
 RUN_DIR ?= results/runs/base_gpt2_s/seed0
-LOCAL_DATA ?= evals/tasks/local_data.yaml
+DEFAULT_LOCAL_DATA := evals/tasks/local_data.yaml
+LOCAL_DATA ?= $(DEFAULT_LOCAL_DATA)
 verify-local: $(STAMP)
 	$(BIN)/python -m evals.harness --run-dir $(RUN_DIR) --tasks conceptlm_zeroshot,conceptlm_ppl,dlcm_zeroshot \
-	  --local-only --local-data $(LOCAL_DATA) --skip-missing-root --out $(RUN_DIR)/eval/local.json
+	  --local-only --local-data $(LOCAL_DATA) $(if $(filter $(DEFAULT_LOCAL_DATA),$(LOCAL_DATA)),--skip-missing-root) \
+	  $(if $(LIMIT),--limit $(LIMIT)) --out $(RUN_DIR)/eval/local.json
 
 lint: $(STAMP)
 	$(BIN)/python -m workflows.experiments $(PROFILE)

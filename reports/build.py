@@ -194,7 +194,7 @@ def _unlisted_blocks(context: _Inputs, figures: _Figures) -> list[Block]:
 
 def _heading(index: dict, paper: str) -> str:
     info = index["paper_info"].get(paper)
-    return f"{info['title']} (arXiv {info['arxiv']})" if info else "Embedded profile (our own tables)"
+    return f"{info['title']} (arXiv {info['arxiv']})" if info else "Our runs (our own tables, no reported numbers)"
 
 
 def _summary_blocks(index: dict, built: dict[str, list[dict]]) -> list[Block]:

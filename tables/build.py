@@ -7,6 +7,7 @@ compares orderings column by column.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -180,6 +181,13 @@ def _table_view(spec: TableSpec, paper: Paper | None, findings: dict[Ref, list[F
     return TableView(spec, cells, orders, caption)
 
 
+def _for_corpus(spec: TableSpec, synthetic: bool) -> TableSpec:
+    """The spec without its synthetic-world columns (the oracle, the world's tasks) where the corpus is real."""
+    if synthetic or not any(column.synthetic_only for column in spec.columns):
+        return spec
+    return dataclasses.replace(spec, columns=[column for column in spec.columns if not column.synthetic_only])
+
+
 def build(results_root: Path, specs_root: Path = SPECS, reported_root: Path = REPORTED) -> Build:
     """Load everything, check everything, merge reproduced results."""
     specs = load_specs(specs_root)
@@ -203,8 +211,8 @@ def build(results_root: Path, specs_root: Path = SPECS, reported_root: Path = RE
             by_target.setdefault(finding.check.target, []).append(finding)
         reproducer = _Reproducer(paper_specs, results, structural)
         synthetic = facts["corpus"] in (None, SYNTHETIC)  # a hand-made folder without an index: as the default
-        outcome.tables += [_table_view(spec, paper, by_target, reproducer, facts["scale"], synthetic)
-                           for spec in paper_specs.values()]
+        outcome.tables += [_table_view(_for_corpus(spec, synthetic), paper, by_target, reproducer, facts["scale"],
+                                       synthetic) for spec in paper_specs.values()]
         outcome.findings += findings
         outcome.hand += hand
     return outcome

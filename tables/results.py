@@ -52,11 +52,11 @@ PAIR_TASKS = {"translate": "synthetic translation pairs", "summary": "synthetic 
 
 def corpus_label(corpus: dict) -> str:
     """What a run was trained on, as the tables name it (a run config's ``corpus``): the synthetic world,
-    a Hugging Face corpus's name (openwebtext, pile, ...), a local corpus's ``name`` (default: its train
+    a Hugging Face corpus's name (openwebtext, lm1b, ...; pile-uncopyrighted for ``pile``), a local corpus's ``name`` (default: its train
     file's stem), a pair task (xsum, wmt14_deen; the world's pairs) or generated Sudoku puzzles."""
     source = corpus.get("source")
-    if source == "hf":
-        return corpus["hf"]["name"]
+    if source == "hf":  # the Pile is no longer distributed: its uncopyrighted part stands in (corpora/sources.py)
+        return {"pile": "pile-uncopyrighted"}.get(corpus["hf"]["name"], corpus["hf"]["name"])
     if source == "local":
         return corpus["local"].get("name") or Path(corpus["local"]["train"]).stem
     if source == "pairs":

@@ -177,7 +177,7 @@ def _local_tasks_profile(workdir: Path, **piqa) -> Path:
     (workdir / "manifest.yaml").write_text(yaml.safe_dump(manifest))
     config = micro_profile()
     config["local_tasks"] = {"manifest": str(workdir / "manifest.yaml")}
-    config["experiments"][0]["evals"] = ["ppl", "embedded", "zeroshot"]
+    config["experiments"][0]["evals"] = ["ppl", "embedded", "zeroshot", "lm_ppl"]
     (workdir / "local.yaml").write_text(yaml.safe_dump(config))
     return workdir / "local.yaml"
 
@@ -188,8 +188,8 @@ def test_real_tasks_from_local_copies_feed_the_dag(workdir):
     the manifest's sha256 is refused before any job."""
     profile = _local_tasks_profile(workdir)
     target = "results/micro/runs/base_s/seed0/eval/zeroshot.json"
-    run = subprocess.run(SNAKEMAKE + ["-d", str(workdir), "--configfile", str(profile), "--cores", "2", target],
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(SNAKEMAKE + ["-d", str(workdir), "--configfile", str(profile), "--cores", "2", target,
+                                      target.replace("zeroshot", "lm_ppl")], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     result = json.loads((workdir / target).read_text())
     assert result["metrics"]["piqa/acc"] is not None and result["metrics"]["lambada_openai/acc"] is not None
@@ -200,11 +200,14 @@ def test_real_tasks_from_local_copies_feed_the_dag(workdir):
     assert result["details"]["offline"] is True
     with (workdir / "localdata" / "piqa.jsonl").open("a") as handle:
         handle.write(json.dumps(PIQA_ROWS[0]) + "\n")
-    planned = subprocess.run(SNAKEMAKE + ["-d", str(workdir), "--configfile", str(profile), "-n", target],
+    lm_ppl = target.replace("zeroshot", "lm_ppl")  # lambada_openai's copy: piqa is none of its tasks
+    planned = subprocess.run(SNAKEMAKE + ["-d", str(workdir), "--configfile", str(profile), "-n", target, lm_ppl],
                              capture_output=True, text=True, timeout=300)
-    assert planned.returncode == 0 and "rule evaluate_harness:" in planned.stdout, planned.stdout[-2000:]
+    assert planned.returncode == 0 and "suite=zeroshot" in planned.stdout, planned.stdout[-2000:]
+    assert "suite=lm_ppl" not in planned.stdout
     profile = _local_tasks_profile(workdir, sha256="0" * 64)
     refused = subprocess.run(SNAKEMAKE + ["-d", str(workdir), "--configfile", str(profile), "-n", target],
                              capture_output=True, text=True, timeout=300)
-    assert refused.returncode != 0 and "rule " not in refused.stdout
-    assert "piqa.jsonl: sha256 " in refused.stderr and "the file changed; restore it, or put its new sha256" in refused.stderr
+    said = refused.stdout + refused.stderr
+    assert refused.returncode != 0 and "rule evaluate_harness" not in said
+    assert "piqa.jsonl: sha256 " in said and "the file changed; restore it, or put its new sha256" in said

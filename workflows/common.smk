@@ -191,10 +191,14 @@ LOCAL_TASKS = local_tasks(PROFILE, SOURCE)
 
 
 def local_task_files(wildcards):
-    """The manifest and data files a real-task evaluation reads ([] for the world's tasks or without local_tasks)."""
+    """The manifest and the data files of the suite's tasks that a real-task evaluation reads ([] for the
+    world's tasks or without local_tasks): editing one task's copy re-runs only the suites that have it."""
     if LOCAL_TASKS is None or not BY_NAME[wildcards.suite].real_tasks:
         return []
-    files = [spec[key] for spec in LOCAL_TASKS.values() for key in ("path", "labels") if key in spec]
+    from evals.harness.suites import load_suites
+
+    tasks = {entry["task"] for entry in load_suites()[BY_NAME[wildcards.suite].suite]["tasks"]}
+    files = [spec[key] for task, spec in LOCAL_TASKS.items() if task in tasks for key in ("path", "labels") if key in spec]
     return [PROFILE["local_tasks"]["manifest"], *dict.fromkeys(files)]
 
 

@@ -20,7 +20,8 @@ def read_final_manifest(final_dir: Path) -> dict:
         hint = (" (it looks like a transformers checkpoint: evaluate it with lm-eval's hf backend)"
                 if (Path(final_dir) / "config.json").is_file() else "")
         raise HarnessError(f"{path}: no manifest; {final_dir} is not a checkpoint of this suite{hint}; "
-                           "pass the run's final/ folder written by the 'pretrain' rule")
+                           "pass a run folder (results/.../runs/<experiment>/seed<k>) or its final/ folder, "
+                           "written by the 'pretrain' rule")
     try:
         manifest = json.loads(path.read_text())
         manifest["config"]["model"]["arch"]
@@ -79,12 +80,14 @@ def run_tokenizer(final_dir: Path) -> Path:
     trained_with = (manifest.get("data") or {}).get("tokenizer_sha256")
     tok_cfg = manifest["config"].get("tokenizer", {"kind": "bpe"})
     data = final_dir.parents[3] / "data" if len(final_dir.parents) > 3 else final_dir / "data"
+    failed = None  # why a candidate could not be loaded (a pretrained tokenizer's folder, relative to the CWD)
     for path in sorted(data.glob("*/tokenizer.json")):
         try:
             if load_tokenizer(tok_cfg, path).sha256 == trained_with:
                 return path
-        except ReproError:
-            continue
+        except ReproError as error:
+            failed = failed or str(error).splitlines()[0]
     raise HarnessError(f"{final_dir}: no tokenizer.json under {data} is the one this run was trained with "
-                       f"({str(trained_with)[:16]}); pass --tokenizer")
+                       f"({str(trained_with)[:16]})" + (f"; loading one failed: {failed} (run from the folder the "
+                                                         "workflow ran in)" if failed else "; pass --tokenizer"))
 

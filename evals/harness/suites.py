@@ -43,8 +43,12 @@ class TaskPlan:
         ``unavailable``; offline, since every task left reads local files."""
         keep = {task: n for task, n in self.tasks.items() if task in available}
         if not keep:
-            raise HarnessError(f"none of the tasks {sorted(self.tasks)} has a local copy in the local-data manifest; "
-                               "add one, or run without --local-only")
+            import difflib
+
+            close = sorted({m for task in self.tasks for m in difflib.get_close_matches(task, list(available), n=2)})
+            raise HarnessError(f"none of the tasks {sorted(self.tasks)} has a local copy in the local-data manifest "
+                               f"(it has {', '.join(sorted(available))})" + (f"; did you mean {close}?" if close else
+                                                                             "; add one, or run without --local-only"))
         return TaskPlan(keep, [m for m in self.table_metrics if m.task in keep], self.suites, self.external, True,
                         [task for task in self.tasks if task not in keep])
 

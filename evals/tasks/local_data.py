@@ -349,6 +349,13 @@ def read_config(path: str | Path, root: str | Path | None = None) -> dict[str, d
         if "path" not in spec or unknown:
             raise HarnessError(f"{path}: tasks.{task} needs 'path' (and optionally 'format', 'labels', 'sha256', "
                                f"'exact', 'note'); unknown keys {sorted(unknown)}")
+        sha = spec.get("sha256")
+        if sha is not None and not (isinstance(sha, str) and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)):
+            raise HarnessError(f"{path}: tasks.{task}.sha256 must be the file's 64 lower-case hex digits, quoted "
+                               f"(got {sha!r}); `sha256sum FILE` prints it")
+        formats = ["hf", *LOCAL_TASKS[task].converters]
+        if spec.get("format", "hf") not in formats:
+            raise HarnessError(f"{path}: tasks.{task}.format {spec['format']!r} is unknown; use one of {formats}")
         if spec.get("exact", False) is not False:
             raise HarnessError(f"{path}: tasks.{task}.exact: only 'exact: false' may be given (a copy you know to "
                                "differ from the canonical set); exactness is otherwise worked out from format and rows")

@@ -80,6 +80,8 @@ def test_the_plan_is_checked_before_anything_heavy_is_imported(world_run, embedd
         plan(world_run["run_dir"], world_run["tokenizer"], "piqa", out, local_only=True)
     with pytest.raises(HarnessError, match="none of the tasks .* has a local copy"):
         plan(world_run["run_dir"], world_run["tokenizer"], "sciq", out, local_data=EXAMPLE_CONFIG, local_only=True)
+    with pytest.raises(HarnessError, match=r"did you mean \['arc_easy'\]"):  # a typo, not a missing copy
+        plan(world_run["run_dir"], world_run["tokenizer"], "arc_easyy", out, local_data=EXAMPLE_CONFIG, local_only=True)
     with pytest.raises(HarnessError, match="task folder not found"):
         plan(world_run["run_dir"], world_run["tokenizer"], "embedded", out, task_dirs=[tmp_path / "none"])
     with pytest.raises(HarnessError, match="no manifest"):

@@ -108,9 +108,14 @@ def test_a_changed_copy_or_a_declared_subset_is_said(tmp_path):
                    r"manifest's 000000000000\.\.\. \(tasks.piqa.sha256\): the file changed")
     manifest = prepare_local_tasks({"piqa": {**spec, "exact": False, "note": "our own subset"}}, tmp_path / "t")
     assert manifest["piqa"]["exact"] is False and "our own subset" in manifest["piqa"]["why"]
-    (tmp_path / "cfg.yaml").write_text("tasks:\n  piqa: {path: x.jsonl, exact: true}\n")
-    with pytest.raises(HarnessError, match="only 'exact: false' may be given"):
-        read_config(tmp_path / "cfg.yaml")
+    for entry, match in (("{path: x.jsonl, exact: true}", "only 'exact: false' may be given"),
+                         ("{path: x.jsonl, format: piqa_orignal}", r"tasks.piqa.format 'piqa_orignal' is unknown; use one "
+                                                                     r"of \['hf', 'llmfoundry', 'piqa_original'\]"),
+                         ("{path: x.jsonl, sha256: 1234567}", "sha256 must be the file's 64 lower-case hex digits, quoted"),
+                         ("{path: x.jsonl, sha256: " + "0" * 64 + "}", "sha256 must be .* quoted \\(got 0\\)")):
+        (tmp_path / "cfg.yaml").write_text(f"tasks:\n  piqa: {entry}\n")
+        with pytest.raises(HarnessError, match=match):
+            read_config(tmp_path / "cfg.yaml")
 
 
 def test_yaml_keeps_the_upstream_task_and_points_at_absolute_files(tmp_path):

@@ -132,7 +132,8 @@ def _runs_on(tmp_path, corpus: dict, scale: str, local_data: dict | None = None)
             result["details"] = {**result.get("details", {}), "tasks": {task: {"local_data": local_data} for task in tasks}}
         path.write_text(json.dumps(result))
     runs = sorted(str(path.relative_to(root)) for path in root.glob("*/seed*"))
-    (root / "index.json").write_text(json.dumps({"runs": runs, "profile": {"scale": scale, "corpus": "x"}}))
+    label = corpus.get("local", {}).get("name") or corpus.get("hf", {}).get("name")
+    (root / "index.json").write_text(json.dumps({"runs": runs, "profile": {"scale": scale, "corpus": label}}))
     return {(view.spec.paper, view.spec.table): view for view in build(root).tables}
 
 
@@ -152,6 +153,16 @@ def test_a_cell_is_reproduced_only_on_the_papers_corpus_at_paper_scale(tmp_path)
     assert cell.verdict == "analogue" and cell.analogue == "trained on TinyStories-train, the paper on openwebtext"
 
 
+def test_the_uncopyrighted_pile_is_not_the_pile(tmp_path):
+    """corpora/sources.py streams monology/pile-uncopyrighted for `pile`: a Pythia cell on it is an analogue."""
+    from tables.results import corpus_label
+
+    pile = {"source": "hf", "hf": {"name": "pile", "max_docs": {}}}
+    assert corpus_label(pile) == "pile-uncopyrighted"
+    cell = _runs_on(tmp_path, pile, "paper")["conceptlm", "table01"].cells["gpt2_124m_base", "train_ppl"]
+    assert cell.analogue == "trained on pile-uncopyrighted, the paper on openwebtext"
+
+
 def test_a_local_copy_that_is_not_the_canonical_set_makes_an_analogue(tmp_path):
     owt = {"source": "hf", "hf": {"name": "openwebtext", "max_docs": {}}}
     copy = {"exact": False, "comparable": True, "why": "format llamacpp is approximate"}
@@ -167,3 +178,12 @@ def test_every_reproducible_cell_of_a_paper_names_the_papers_corpus():
                for spec in specs.values() for row in spec.rows for column in spec.columns
                if spec.result_ref(row.id, column.id) and spec.paper_corpus(row.id, column.id) is None]
     assert unnamed == []
+
+
+def test_a_real_corpus_drops_the_synthetic_worlds_columns_from_every_table(tmp_path):
+    stories = {"source": "local", "local": {"train": "stories.txt", "name": "tinystories"}}
+    views = _runs_on(tmp_path, stories, "reduced")
+    labels = [column.label for column in views["embedded", "foundation"].spec.columns]
+    assert "test PPL" in labels and not [label for label in labels if "oracle" in label or "cloze" in label]
+    assert "The oracle PPL" not in views["embedded", "foundation"].caption
+    assert "embedded_cloze_acc" not in views["conceptlm", "table02"].spec.column_by_id
