@@ -188,6 +188,10 @@ def run_settings_json(wildcards):
 # Real tasks from local copies (the profile's `local_tasks`): the manifest and every file it names are
 # inputs of the real-task evaluations, so a changed copy re-runs them.
 LOCAL_TASKS = local_tasks(PROFILE, SOURCE)
+if LOCAL_TASKS is not None:  # each real-task suite's task names, read once (not once per job)
+    from evals.harness.suites import load_suites
+
+    SUITE_TASKS = {name: {entry["task"] for entry in suite["tasks"]} for name, suite in load_suites().items()}
 
 
 def local_task_files(wildcards):
@@ -195,9 +199,7 @@ def local_task_files(wildcards):
     world's tasks or without local_tasks): editing one task's copy re-runs only the suites that have it."""
     if LOCAL_TASKS is None or not BY_NAME[wildcards.suite].real_tasks:
         return []
-    from evals.harness.suites import load_suites
-
-    tasks = {entry["task"] for entry in load_suites()[BY_NAME[wildcards.suite].suite]["tasks"]}
+    tasks = SUITE_TASKS[BY_NAME[wildcards.suite].suite]
     files = [spec[key] for task, spec in LOCAL_TASKS.items() if task in tasks for key in ("path", "labels") if key in spec]
     return [PROFILE["local_tasks"]["manifest"], *dict.fromkeys(files)]
 
