@@ -183,7 +183,7 @@ def ratios(arms: dict) -> dict:
     return out
 
 
-def run_case(a, t: int, r: int, head_dim: int, device, dtype, first: bool) -> dict:
+def run_case(a, t: int, r: int, head_dim: int, device, dtype, first: bool, passes=PASSES) -> dict:
     torch._dynamo.reset()  # a fresh compile per size: no recompile limit, compile time in the first call
     d = a.heads * head_dim
     arms = build_arms(a, d, device, dtype)
@@ -203,7 +203,7 @@ def run_case(a, t: int, r: int, head_dim: int, device, dtype, first: bool) -> di
             case["flex_block_mask_ms"] = (time.perf_counter() - t0) * 1e3
         except Exception:  # noqa: BLE001 - the flex arms record the error
             case["flex_block_mask_ms"] = None
-    for name in PASSES:
+    for name in passes:
         case[name] = {"arms": time_pass(arms, x, z, seg, g, name == "forward_backward", a)}
         case[name]["ratios"] = ratios(case[name]["arms"])
     return case

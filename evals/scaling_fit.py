@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from common.errors import ReproError
-from common.io import atomic_write_json, config_hash
-from common.provenance import provenance
+from common.io import atomic_write_json
+from evals.result import settings_record
 from evals.scaling_law import LawPoint, fit, fit_to_result, predict, r2_rmse
 from trainer.metrics import read_rows
 
@@ -93,10 +93,6 @@ def evaluate_law(law_id: str, settings: dict, runs: dict[str, Path], out_path: P
                "points": [{"run": p.run, "N": p.N, "D": p.D, "R": p.R, "P": p.P, "loss": p.loss,
                            "predicted": float(y), "heldout": p.run in held} for p, y in zip(points, predicted)],
                "note": "constants fitted at embedded scale: the paper publishes none (reported/dlcm/MISSING.md)"}
-    config = {"id": law_id, **settings}
-    record = {"schema_version": 1, "experiment": law_id, "seed": 0, "eval": Path(out_path).stem,
-              "metrics": metrics, "details": details, "config": config,
-              "provenance": provenance(config_hash=config_hash(config), checkpoint_sha256=None, seed=0,
-                                       wall_time_s=time.perf_counter() - t0)}
+    record = settings_record(law_id, settings, out_path, metrics, details, t0)
     atomic_write_json(out_path, record)
     return record

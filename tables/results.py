@@ -79,16 +79,18 @@ def profile_facts(root: Path) -> dict:
 
 def _caveats(result: dict, key: str) -> list[str]:
     """Why the data behind ``key`` (``<task>/<metric>``) is not the canonical set: a document limit, a local
-    copy that is not exact or not comparable; none for the canonical data."""
+    copy that is not exact or not comparable; none for the canonical data. A result may state its own
+    (``details.caveats``: what makes its measurement other than the paper's)."""
     details = result.get("details") if isinstance(result.get("details"), dict) else {}
+    stated = [str(c) for c in details.get("caveats") or []]  # a result's own (evals/kernel_latency.py: device, pass)
     task = key.split("/", 1)[0]
     if task not in (details.get("tasks") or {}):
-        return []
+        return stated
     out = [f"lm-eval tasks limited to {details['limit']} documents each"] if details.get("limit") else []
     local = details["tasks"][task].get("local_data")
     if local and not (local.get("exact", True) and local.get("comparable", True)):
         out.append(f"{task}: local copy, {local.get('why') or 'not the canonical set'}")
-    return out
+    return stated + out
 
 
 def run_folders(root: Path) -> list[Path]:

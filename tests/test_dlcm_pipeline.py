@@ -41,6 +41,8 @@ def dlcm_profile() -> dict:
     ]
     config["scaling_laws"] = {"dlcm_law": {"paper": "dlcm", "law": "dlcm", "experiments": ["law_*"],
                                       "holdout": ["law_d32_c2_r8"], "n_boot": 4}}
+    # Table 6's smallest row, at 2 heads (the row id is seq x hidden) and unfused flex: seconds, not minutes
+    config["kernel_benchmarks"]["attention_bench"].update(heads=2, flex="eager", rounds=2, warmup=0)
     return config
 
 
@@ -78,6 +80,15 @@ def test_the_law_is_fitted_to_the_grid_and_reaches_the_tables(workdir):
     constants = {(r["row"], r["column"]): r["reproduced_mean"]
                  for r in json.loads((tables / "embedded/dlcm_law.json").read_text())["records"]}
     assert constants["alpha", "value"] == pytest.approx(m["law/alpha"], rel=1e-3)
+    # DLCM Table 6: the kernel benchmark's medians in their row, the speed-up recomputed, the CPU named
+    kernel = json.loads((run_dir(workdir, "attention_bench") / "eval" / "kernel.json").read_text())
+    jsonschema.validate(kernel, RESULT_SCHEMA)
+    cells = {(r["row"], r["column"]): r for r in json.loads((tables / "dlcm/table06.json").read_text())["records"]}
+    flex, flash = (cells["s2k_h1024", c]["reproduced_mean"] for c in ("flex_ms", "flash_ms"))
+    assert flex == kernel["metrics"]["s2k_h1024/flex_ms"] > 0 and flash == kernel["metrics"]["s2k_h1024/flash_ms"] > 0
+    assert cells["s2k_h1024", "speedup"]["reproduced_mean"] == pytest.approx(flex / flash)
+    assert "measured on cpu" in cells["s2k_h1024", "flex_ms"]["analogue"]
+    assert cells["s16k_h4096", "flex_ms"]["reproduced_mean"] == ""  # a row the profile does not time
     assert constants["e0", "lo"] == pytest.approx(m["law/e0_lo"], rel=1e-3)
     scalars = {r["row"]: r for r in json.loads((tables / "dlcm/scalars.json").read_text())["records"]}
     assert scalars["scaling_fit_r2"]["reproduced_mean"] == pytest.approx(m["law/r2_fit"], rel=1e-3)
@@ -122,3 +133,15 @@ def test_a_bad_law_or_dlcm_setting_is_refused_before_any_job():
         bad = dlcm_profile()
         bad["experiments"].append({"id": "bad", "paper": "dlcm", "overrides": {"model.arch": "dlcm_gpt2", key: value}})
         assert f"experiments[bad]: model.{named}" in refused(bad), key
+    kernel = dlcm_profile()["kernel_benchmarks"]["attention_bench"]
+    for change, named in (({"rows": [{"seq_len": 2048, "hidden": 1000}], "heads": 32},
+                           "kernel_benchmarks.attention_bench.rows[0].hidden: 1000 is not divisible by heads 32"),
+                          ({"rows": [{"seq_len": 2048, "hidden": 64}] * 2}, "rows: s2k_h64 is listed twice"),
+                          ({"pass": "backward"}, "kernel_benchmarks.attention_bench.pass"),
+                          ({"rows": []}, "kernel_benchmarks.attention_bench.rows")):
+        bad = dlcm_profile()
+        bad["kernel_benchmarks"]["attention_bench"] = {**kernel, **change}
+        assert named in refused(bad), change
+    bad = dlcm_profile()
+    bad["kernel_benchmarks"]["dlcm_law"] = bad["kernel_benchmarks"].pop("attention_bench")
+    assert "kernel_benchmarks.dlcm_law: the id is an experiment's or a law's" in refused(bad)

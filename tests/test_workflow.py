@@ -19,6 +19,7 @@ def micro_profile() -> dict:
     config = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
     config["profile"] = "micro"  # outputs go to results/micro/
     config.pop("scaling_laws")  # its grid is not in this profile
+    config.pop("kernel_benchmarks")  # DLCM Table 6's timing: tests/test_dlcm_pipeline.py
     config["corpus"]["synthetic"] = {"train_docs": 300, "valid_docs": 20, "test_docs": 20}
     config["tokenizer"]["vocab_size"] = 400
     config["defaults"]["model"].update(seq_len=64, d_model=32, n_layer=1, n_head=2)

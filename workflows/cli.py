@@ -11,6 +11,7 @@ paths, calls one library function, and exits with a one-line error on bad input 
     python -m workflows.cli eval-codebook --run-dir DIR --tokens DIR --out FILE [--threads N]
     python -m workflows.cli eval-boundaries --run-dir DIR --tokens DIR --tokenizer FILE --out FILE [--threads N]
     python -m workflows.cli fit-law --settings FILE --out FILE
+    python -m workflows.cli kernel-bench --settings FILE --out FILE [--threads N]
 """
 from __future__ import annotations
 
@@ -175,6 +176,15 @@ def fit_law(a):
           f"{held}" + (f" | ill-determined: {', '.join(unsure)}" if unsure else " | every constant determined"))
 
 
+def kernel_bench(a):
+    from evals.kernel_latency import evaluate_kernel
+
+    settings = _json(a.settings)
+    r = evaluate_kernel(settings.pop("id"), settings, Path(a.out), threads=a.threads or 1)
+    cells = ", ".join(f"{key} {value:.1f}" for key, value in r["metrics"].items() if value is not None)
+    print(f"{r['experiment']} ({r['details']['device']}, {r['details']['dtype']}, {r['details']['pass']}): {cells} ms")
+
+
 COMMANDS = {
     "corpus": (corpus, ["settings", "out"]),
     "tokenizer": (tokenizer, ["settings", "corpus", "out"]),
@@ -185,6 +195,7 @@ COMMANDS = {
     "eval-recon": (eval_recon, ["run-dir", "tokens", "out"]),
     "eval-boundaries": (eval_boundaries, ["run-dir", "tokens", "tokenizer", "out"]),
     "fit-law": (fit_law, ["settings", "out"]),
+    "kernel-bench": (kernel_bench, ["settings", "out"]),
 }
 OPTIONAL = {"pretrain": ["upstream"]}  # --upstream: the final/ folder of the run this one builds on
 

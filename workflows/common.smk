@@ -8,8 +8,8 @@ import sys
 
 from pathlib import Path
 
-from workflows.experiments import (ConfigError, PAPERS, datasets, genppl_settings, local_tasks, resolve, run_config,
-                                   scaling_laws, validate, with_parents)
+from workflows.experiments import (ConfigError, PAPERS, datasets, genppl_settings, kernel_benchmarks, local_tasks,
+                                   resolve, run_config, scaling_laws, validate, with_parents)
 
 # A profile's `extends:` file is relative to the profile (the last --configfile; config/ by default).
 # Errors name that file.
@@ -23,6 +23,8 @@ except ConfigError as error:
 EXPERIMENTS = resolve(PROFILE)
 # Fitted scaling laws (`scaling_laws:`): each a result folder of its own, results/runs/<law>/seed0/.
 LAWS = scaling_laws(PROFILE, EXPERIMENTS, SOURCE)
+# Kernel latency benchmarks (`kernel_benchmarks:`; DLCM Table 6): results/runs/<id>/seed0/eval/kernel.json.
+KERNELS = kernel_benchmarks(PROFILE, {**EXPERIMENTS, **LAWS}, SOURCE)
 # The interpreter running Snakemake runs the jobs. It reaches the shell through the environment, not
 # through params, so a moved checkout or another venv path does not count as changed settings.
 os.environ["REPRO_PYTHON"] = sys.executable
@@ -54,6 +56,7 @@ from evals.registry import BY_NAME, constraint
 wildcard_constraints:
     experiment="|".join(map(re.escape, EXPERIMENTS)),
     law="|".join(map(re.escape, LAWS)) or "(?!)",
+    kernel="|".join(map(re.escape, KERNELS)) or "(?!)",
     dataset="|".join(map(re.escape, DATASETS)),
     seed=r"\d+",
 
@@ -64,10 +67,11 @@ def runs(paper=None):
 
 
 def eval_results(paper=None):
-    """Every result JSON of the profile: the experiment's ``evals`` for each of its runs, and each
-    scaling law's fit."""
+    """Every result JSON of the profile: the experiment's ``evals`` for each of its runs, each scaling
+    law's fit and each kernel benchmark."""
     return ([f"{RUNS}/{e}/seed{s}/eval/{name}.json" for e, s in runs(paper) for name in EXPERIMENTS[e]["evals"]]
-            + [f"{RUNS}/{law}/seed0/eval/law.json" for law, entry in LAWS.items() if paper in (None, entry["paper"])])
+            + [f"{RUNS}/{law}/seed0/eval/law.json" for law, entry in LAWS.items() if paper in (None, entry["paper"])]
+            + [f"{RUNS}/{k}/seed0/eval/kernel.json" for k, entry in KERNELS.items() if paper in (None, entry["paper"])])
 
 
 def law_runs(law):
@@ -82,6 +86,10 @@ def law_inputs(wildcards):
 
 def law_settings_json(wildcards):
     return json.dumps({"id": wildcards.law, **LAWS[wildcards.law], "runs": law_runs(wildcards.law)}, sort_keys=True)
+
+
+def kernel_settings_json(wildcards):
+    return json.dumps({"id": wildcards.kernel, **KERNELS[wildcards.kernel]}, sort_keys=True)
 
 
 def run_outputs(paper=None):
@@ -134,6 +142,7 @@ def runs_index_json():
     or an evaluation dropped from the profile never reaches a table)."""
     index = {f"{e}/seed{s}": EXPERIMENTS[e]["evals"] for e, s in runs()}
     index.update({f"{law}/seed0": ["law"] for law in LAWS})
+    index.update({f"{kernel}/seed0": ["kernel"] for kernel in KERNELS})
     # what the tables need of the profile: its scale (a cell at reduced scale is an analogue) and main corpus
     from tables.results import corpus_label
 

@@ -93,6 +93,39 @@ rule fit_law:
         logged("{params.cli} fit-law --settings {input.settings} --out {output}")
 
 
+# A kernel latency benchmark (kernel_benchmarks: in the profile; evals/kernel_latency.py, DLCM Table 6):
+# its settings file re-runs it when they change. One thread, as every job of the local profile: the
+# latencies are those of one core beside another job.
+rule kernel_config:
+    output:
+        f"{RUNS}/{{kernel}}/seed0/config.json",
+    params:
+        json=kernel_settings_json,
+    log:
+        f"{RUNS}/{{kernel}}/seed0/logs/config.log",
+    localrule: True
+    shell:
+        WRITE_JSON
+
+
+rule kernel_bench:
+    input:
+        settings=f"{RUNS}/{{kernel}}/seed0/config.json",
+    output:
+        f"{RUNS}/{{kernel}}/seed0/eval/kernel.json",
+    params:
+        cli=CLI,
+    threads: 1
+    resources:
+        gpu=1,
+    log:
+        f"{RUNS}/{{kernel}}/seed0/logs/kernel_bench.log",
+    benchmark:
+        f"{RUNS}/{{kernel}}/seed0/logs/kernel_bench.bench.tsv",
+    shell:
+        logged("{params.cli} kernel-bench --settings {input.settings} --out {output} --threads {threads}")
+
+
 rule evaluate_harness:
     input:
         weights=f"{RUN}/final/model.safetensors",

@@ -189,7 +189,7 @@ def validate(config, source: str = "config") -> dict:
             raise ConfigError(str(e) if str(e).startswith(source) else f"{source}: experiments[{exp_id}]: {e}") from None
     _check_genppl(config, experiments, source)
     _check_local_tasks(config, experiments, source)
-    scaling_laws(config, experiments, source)
+    kernel_benchmarks(config, {**experiments, **scaling_laws(config, experiments, source)}, source)
     _check_corpus(config["corpus"], source)
     _check_upstream_data(config, experiments, source)
     return config
@@ -577,6 +577,29 @@ def _law_shape(model: dict) -> tuple[float, float, float]:
     m = matrix_params(cfg)
     n = m["token_side"] + m["concept"]
     return float(n), m["concept"] / n, float(cfg.target_ratio)
+
+
+def kernel_benchmarks(config: dict, taken: dict, source: str = "config") -> dict[str, dict]:
+    """The profile's ``kernel_benchmarks`` by id with defaults filled in (``evals.kernel_latency``): each a
+    result folder of its own, ``results/runs/<id>/seed0/eval/kernel.json``; ``taken``: the ids of the
+    experiments and scaling laws, which it may not reuse."""
+    from evals.kernel_latency import KERNEL_DEFAULTS, row_id
+
+    kernels = {}
+    for kernel_id, entry in config.get("kernel_benchmarks", {}).items():
+        where = f"{source}: kernel_benchmarks.{kernel_id}"
+        if kernel_id in taken:
+            raise ConfigError(f"{where}: the id is an experiment's or a law's; a benchmark writes results/runs/<id>/: rename it")
+        settings = {**KERNEL_DEFAULTS, **entry}
+        for i, row in enumerate(settings["rows"]):
+            if row["hidden"] % settings["heads"]:
+                raise ConfigError(f"{where}.rows[{i}].hidden: {row['hidden']} is not divisible by heads "
+                                  f"{settings['heads']}; pick a multiple")
+        ids = [row_id(row["seq_len"], row["hidden"]) for row in settings["rows"]]
+        if len(set(ids)) < len(ids):
+            raise ConfigError(f"{where}.rows: {max(ids, key=ids.count)} is listed twice; drop one")
+        kernels[kernel_id] = settings
+    return kernels
 
 
 def genppl_settings(config: dict) -> dict:
