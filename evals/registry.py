@@ -51,6 +51,8 @@ EVALUATIONS = (
                suite="conceptlm_zeroshot", likelihood=True),
     Evaluation("lm_ppl", "evaluate_harness", "lm_ppl", "lm-eval suite conceptlm_ppl: real tasks", suite="conceptlm_ppl",
                likelihood=True),
+    Evaluation("fewshot_8b", "evaluate_harness", "fewshot_8b", "lm-eval suite conceptlm_8b: ConceptLM Table 3's "
+               "four few-shot tasks", suite="conceptlm_8b", likelihood=True),
     Evaluation("dlcm_zeroshot", "evaluate_harness", "dlcm_zeroshot", "lm-eval suite dlcm_zeroshot: DLCM Table 2's "
                "twelve real tasks", suite="dlcm_zeroshot", likelihood=True),
     Evaluation("codebook", "evaluate_tokens", "codebook", "product-VQ usage of ConceptLM runs"),
@@ -62,8 +64,8 @@ EVALUATIONS = (
                "targets generated from sources: BLEU, ROUGE, Sudoku boards", data="pairs",
                variants=r"(?:_k(?P<scales>[0-9]+))?(?:_mbr(?P<mbr>[1-9][0-9]*))?(?:_cfg(?P<guidance>[0-9]+(?:\.[0-9]+)?))?"),
     Evaluation("law", "fit_law", "law", "a scaling law's fit (results/runs/<law>/seed0)", listed=False),
-    Evaluation("kernel", None, "kernel", "DLCM Table 6's attention timings, measured outside the DAG "
-               "(benchmarks/dlcm_attention.py)", listed=False),
+    Evaluation("kernel", "kernel_bench", "kernel", "a kernel benchmark's latencies, DLCM Table 6 "
+               "(results/runs/<id>/seed0; evals/kernel_latency.py)", listed=False),
 )
 BY_NAME = {e.name: e for e in EVALUATIONS}
 

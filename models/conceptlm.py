@@ -167,6 +167,9 @@ def shift_broadcast(c_hat: torch.Tensor, k: int, length: int) -> torch.Tensor:
 class ConceptLM(TokenLM):
     """The token backbone (``TokenLM``: embedding, blocks, final norm, head) with the concept path."""
 
+    # FSDP (trainer.distributed): every state is a parameter (SimVQ learns a transform of a frozen code
+    # table, no EMA statistics), so the token blocks, then the concept blocks, then the root shard exactly.
+    SHARDABLE = True
     # Monitor metrics the trainer reports as a warning the first time they are non-zero.
     ALERTS = {"vq_collapse": "codebook collapse: a segment's usage perplexity fell under max(2, 5% of N) codes "
                              "(App. E.3); see metric/vq_ppl_s* in the training log"}
@@ -183,6 +186,9 @@ class ConceptLM(TokenLM):
         for part in (self.concept_blocks, self.concept_norm, self.concept_head, self.quantizer):
             if part is not None:  # output projections scaled by the model's depth, as the token blocks
                 init_weights(part, cfg.init_std, residual_init_depth(cfg))
+
+    def fsdp_units(self) -> list[nn.Module]:
+        return [*self.blocks, *self.concept_blocks]
 
     def encode(self, idx: torch.Tensor) -> torch.Tensor:
         """Encoder states (B, T, d): the embeddings through the first ``insert_layer`` token layers."""

@@ -5,7 +5,9 @@
 ConceptLM-Llama for continual pre-training (arXiv 2602.08984 §4.3, Table 3): every backbone weight
 copied, and the new concept layers initialised from the backbone's first layers ("the new layers are
 initialised from the base's first two layers", §4.3; the released code does not do it, CODE_NOTES
-item 14). The codebook transform and the coefficient heads start fresh.
+item 14). The codebook transform and the coefficient heads start fresh. ``init_from_pretrained`` does
+the same into a model the trainer built from a profile (``train.init_from``: Table 3's continual
+pre-training), after checking every shape setting against the checkpoint's.
 
 HF keeps q, k, v and gate, up as separate matrices; ours are fused ``[q | k | v]`` and
 ``[gate | up]`` along the output dimension, so those are concatenated. Both use the "rotate half"
@@ -13,6 +15,8 @@ rotary convention on the whole head, and Llama 3.1's rotary scaling is reproduce
 (``blocks.llama3_scaled``).
 """
 from __future__ import annotations
+
+from pathlib import Path
 
 import torch
 
@@ -72,13 +76,19 @@ def pm_from_hf_llama(hf_model, seq_len: int | None = None, extra_layers: int = 2
     after the first ``insert_at`` layers, where ConceptLM-Llama inserts its concept module (default L1),
     so the two models differ only in what the new layers run on (tokens vs concepts)."""
     fields = config_fields(hf_model.config, seq_len)
-    if not 0 <= insert_at <= fields["n_layer"] or not 0 < extra_layers <= fields["n_layer"]:
-        raise ValueError(f"insert_at={insert_at} and extra_layers={extra_layers} must lie within the "
-                         f"{fields['n_layer']} backbone layers")
     model = TokenLM(LlamaConfig(**{**fields, "n_layer": fields["n_layer"] + extra_layers}))
-    layers = list(range(fields["n_layer"]))
-    _copy_backbone(model, hf_model, layers[:insert_at] + layers[:extra_layers] + layers[insert_at:])
+    _copy_backbone(model, hf_model, pm_layers(fields["n_layer"], extra_layers, insert_at))
     return model
+
+
+def pm_layers(n_layer: int, extra_layers: int, insert_at: int = 1) -> list[int]:
+    """The backbone layer each PM block starts from: the first ``insert_at``, then the ``extra_layers``
+    new ones (copies of the first layers), then the rest."""
+    if not 0 <= insert_at <= n_layer or not 0 < extra_layers <= n_layer:
+        raise ValueError(f"insert_at={insert_at} and extra_layers={extra_layers} must lie within the "
+                         f"{n_layer} backbone layers")
+    layers = list(range(n_layer))
+    return layers[:insert_at] + layers[:extra_layers] + layers[insert_at:]
 
 
 @torch.no_grad()
@@ -87,11 +97,70 @@ def conceptlm_from_hf_llama(hf_model, seq_len: int | None = None, **options) -> 
     concept layer i initialised from backbone layer i."""
     spec = get_spec("conceptlm_llama")
     cfg = spec.config_cls(**config_fields(hf_model.config, seq_len), **options)
-    if cfg.concept_layers > cfg.n_layer:
-        raise ValueError(f"model.concept_layers={cfg.concept_layers} exceeds the {cfg.n_layer} backbone layers "
-                         "to initialise them from")
     model = spec.build(cfg)
-    _copy_backbone(model, hf_model)
-    for concept_block, block in zip(model.concept_blocks, model.blocks):
-        concept_block.load_state_dict(block.state_dict())
+    _copy_into(model, hf_model)
     return model
+
+
+def _copy_into(model: TokenLM, hf_model) -> None:
+    """The checkpoint's weights into ``model`` as §4.3 starts each Table 3 row: the backbone as it is (Trained);
+    with more token layers than the checkpoint, PM (``pm_layers``); ConceptLM's concept layers from the
+    backbone's first layers."""
+    theirs = hf_model.config.num_hidden_layers
+    extra = model.cfg.n_layer - theirs
+    if isinstance(model, ConceptLM) and extra:
+        raise ValueError(f"model.n_layer={model.cfg.n_layer}: ConceptLM keeps the checkpoint's {theirs} token layers")
+    _copy_backbone(model, hf_model, pm_layers(theirs, extra) if extra else None)
+    if isinstance(model, ConceptLM):
+        if model.cfg.concept_layers > theirs:
+            raise ValueError(f"model.concept_layers={model.cfg.concept_layers} exceeds the {theirs} backbone layers "
+                             "to initialise them from")
+        with torch.no_grad():
+            for concept_block, block in zip(model.concept_blocks, model.blocks):
+                concept_block.load_state_dict(block.state_dict())
+
+
+CHECKED = ("vocab_size", "d_model", "n_head", "n_kv_head", "mlp_hidden", "bias", "norm_eps", "rotary_base",
+           "rope_scaling", "tie_embeddings")
+
+
+def shape_problem(model: TokenLM, hf_config) -> str | None:
+    """The first model setting that differs from the checkpoint's (``model.<key>``: ours, theirs), or None."""
+    cfg, theirs = model.cfg, config_fields(hf_config)
+    ours = {key: getattr(cfg, key) for key in CHECKED}
+    ours["n_kv_head"] = cfg.n_kv_head or cfg.n_head
+    ours["mlp_hidden"] = cfg.mlp_hidden or 4 * cfg.d_model
+    for key in CHECKED:
+        if ours[key] != theirs[key]:
+            where = "the tokenizer's vocabulary" if key == "vocab_size" else f"model.{key}"
+            return f"{where} is {ours[key]!r}, the checkpoint's {theirs[key]!r}; set it to the checkpoint's"
+    return None
+
+
+def init_from_pretrained(model: TokenLM, source: str) -> dict:
+    """Load the ``LlamaForCausalLM`` at ``source`` (a hub name, through the HF cache, or a local folder) into
+    ``model`` (``_copy_into``) and return what identifies those weights: the hub commit, or the sha256 of
+    a local folder's weight files. Every error is one line naming ``train.init_from``."""
+    import transformers
+
+    from common.errors import ReproError
+    from common.io import sha256_file
+
+    where = f"train.init_from={source}"
+    try:
+        hf_model = transformers.LlamaForCausalLM.from_pretrained(source, torch_dtype=torch.float32)
+    except (OSError, ValueError) as e:
+        raise ReproError(f"{where}: cannot load a LlamaForCausalLM ({str(e).splitlines()[0]}); download it first "
+                         "(huggingface-cli download, with HF_HUB_OFFLINE unset) or give a local folder") from None
+    try:
+        problem = shape_problem(model, hf_model.config)
+        if problem:
+            raise ValueError(problem)
+        _copy_into(model, hf_model)
+    except ValueError as e:
+        raise ReproError(f"{where}: {e}") from None
+    folder = Path(source).expanduser()
+    if folder.is_dir():
+        files = sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin") or p.name == "config.json")
+        return {"source": source, "sha256": {p.name: sha256_file(p) for p in files}}
+    return {"source": source, "commit": getattr(hf_model.config, "_commit_hash", None)}

@@ -223,7 +223,7 @@ class TokenLM(nn.Module):
     INCREMENTAL_DECODE: ClassVar[bool] = True
     # FSDP (trainer.distributed) shards each block, then the root: exact for this class, whose only state
     # is its parameters. Not inherited either: a subclass with state each rank updates from its own batch
-    # (ConceptLM's codebook EMA, DLCM's parser statistics) would drift apart across ranks.
+    # (DLCM's parser statistics) would drift apart across ranks; ConceptLM opts in (parameters only).
     SHARDABLE: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs):

@@ -69,7 +69,7 @@ def test_the_dag_writes_each_evaluation_with_its_registered_rule(tmp_path):
     harness jobs get the experiment's eval.batch_size."""
     profile = default_profile()
     profile["experiments"].append({"id": "real_tasks_s", "base": "base_gpt2_s",
-                                   "evals": ["zeroshot", "lm_ppl", "dlcm_zeroshot"], "overrides": {"eval.batch_size": 7}})
+                                   "evals": ["zeroshot", "lm_ppl", "dlcm_zeroshot", "fewshot_8b"], "overrides": {"eval.batch_size": 7}})
     (tmp_path / "profile.yaml").write_text(yaml.safe_dump(profile))
     run = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
                           "--configfile", str(tmp_path / "profile.yaml"), "-n", "-p"], capture_output=True, text=True,

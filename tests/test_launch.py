@@ -35,10 +35,17 @@ def planned(stdout: str) -> dict[str, int]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FULL_SCALE))
-def test_every_full_scale_profile_resolves_its_whole_dag_offline(name, tmp_path):
+def test_every_full_scale_profile_resolves_its_whole_dag_offline(name, tmp_path, monkeypatch):
     """No GPU, no network: the whole DAG plans with the executor profile it is meant for, one training job
-    per run; data and judges load inside the jobs, never at planning time."""
+    per run; data, judges and pretrained weights load inside the jobs, never at planning time. A corpus that
+    is not distributed (a local file: LongCtxEng) gets a stand-in at the profile's path."""
     configfile = ROOT / "config" / name
+    corpus = yaml.safe_load(configfile.read_text())["corpus"]
+    for split in ("train", "valid", "test") if corpus["source"] == "local" else ():
+        if split in corpus["local"]:
+            (tmp_path / corpus["local"][split]).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / corpus["local"][split]).write_text('{"text": "a stand-in document"}\n')
+    monkeypatch.chdir(tmp_path)  # relative paths start at the working directory, as snakemake -d sets it
     run = dry_run(tmp_path, configfile, FULL_SCALE[name])
     assert run.returncode == 0, run.stderr[-3000:]
     experiments = resolve(load_profile(configfile))
@@ -158,13 +165,39 @@ def test_fsdp_shards_train_resume_and_write_the_single_process_weights(tiny_data
             assert (other[key] - one[key]).abs().max() < 1e-5, (run, key)
 
 
+@pytest.mark.slow
+def test_fsdp_shards_conceptlm_to_the_single_process_result(tiny_data, run_cfg, tmp_path):
+    """ConceptLM-Llama (Table 3's family: token blocks, concept blocks, the codebook's transform at the root)
+    under FSDP on 2 gloo ranks: the losses (NTP + NCP + VQ) and the final weights equal one process's."""
+    from safetensors.torch import load_file
+
+    from trainer.train import Trainer
+
+    run_cfg["model"].update(arch="conceptlm_llama", chunk_size=4, codebook_size=16, concept_layers=1)
+    run_cfg["train"].update(parallel="fsdp", steps=6, loss_weights={"ntp": 1.0, "ncp": 1.0, "vq": 1.0})
+    (tmp_path / "config.json").write_text(json.dumps(run_cfg))
+    sharded = _train_cli(["pretrain", "--config", str(tmp_path / "config.json"), "--tokens", str(tiny_data["tokens"]),
+                          "--tokenizer", str(tiny_data["tokenizer"]), "--threads", "2", "--run-dir",
+                          str(tmp_path / "fsdp")], 2)
+    assert sharded.returncode == 0, sharded.stderr[-3000:]
+    Trainer(run_cfg, tiny_data["tokens"], tmp_path / "one").run()
+    rows = lambda d: [r for r in map(json.loads, (d / "train" / "metrics.jsonl").read_text().splitlines()) if "loss" in r]
+    one, two = rows(tmp_path / "one"), rows(tmp_path / "fsdp")
+    assert [r["loss"] for r in two] == pytest.approx([r["loss"] for r in one], rel=1e-5)
+    assert [r["loss/vq"] for r in two] == pytest.approx([r["loss/vq"] for r in one], rel=1e-5)
+    a, b = (load_file(tmp_path / d / "final" / "model.safetensors") for d in ("one", "fsdp"))
+    assert a.keys() == b.keys() and any(key.startswith("concept_blocks.") for key in a)
+    for key in a:
+        assert (a[key] - b[key]).abs().max() < 1e-5, key
+
+
 def test_fsdp_for_a_family_that_cannot_shard_is_refused_naming_the_key(tmp_path):
     from workflows.experiments import ConfigError, validate
 
     config = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
     config.pop("scaling_laws")
-    config["experiments"] = [{"id": "c", "overrides": {"model.arch": "conceptlm_gpt2", "train.parallel": "fsdp"}}]
-    with pytest.raises(ConfigError, match="train.parallel=fsdp: ConceptLM models are not shardable"):
+    config["experiments"] = [{"id": "c", "overrides": {"model.arch": "dlcm_gpt2", "train.parallel": "fsdp"}}]
+    with pytest.raises(ConfigError, match="train.parallel=fsdp: DLCM models are not shardable"):
         resolve(validate(config))
     config["experiments"] = [{"id": "t", "overrides": {"model.tie_embeddings": True, "train.parallel": "fsdp"}}]
     with pytest.raises(ConfigError, match="shards untied models only; set model.tie_embeddings=false"):

@@ -4,9 +4,9 @@ ConceptLM Table 3's continual pre-training of Llama-3.1-8B (``train.parallel: fs
 * What shards: each transformer block is one FSDP unit (its parameters gathered for its forward and
   backward, resharded after), then the root (embeddings, final norm, head). A model class opts in with
   ``SHARDABLE = True`` and ``fsdp_units()``, the modules to wrap; token LMs (``models.token_lm``: GPT-2,
-  Pythia, Llama) do. Families
-  with state that every rank updates from its own batch (ConceptLM's codebook EMA, DLCM's parser
-  statistics) or tied embeddings do not, and are refused before training (``fsdp_problem``).
+  Pythia, Llama) and ConceptLM (its token and concept blocks; its codebook is parameters) do. Families
+  with state that every rank updates from its own batch (DLCM's parser statistics) or not wrapped yet
+  (ContextLM, MTP, NCM, MDLM), and tied embeddings, are refused before training (``fsdp_problem``).
 * Accumulation: gradients are reduce-scattered on the last micro-batch of a step only
   (``set_requires_gradient_sync``), as DDP's ``no_sync``.
 * Checkpoints are sharded (``torch.distributed.checkpoint``): every rank writes its shard of the model

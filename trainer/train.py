@@ -142,6 +142,7 @@ class Trainer:
         torch.manual_seed(run_cfg["seed"])
         self.model = build_model(self.model_kwargs, vocab_size=manifest["vocab_size"], seq_len=self.seq_len)
         self._load_upstream(upstream)
+        self._init_pretrained()
         self.model.to(self.device)
         # train.parallel fsdp: sharded across the ranks (trainer.distributed); one process trains unsharded
         fsdp = self.t.get("parallel", "ddp") == "fsdp"
@@ -184,6 +185,16 @@ class Trainer:
                              f"{self.binding['data']['tokenizer_sha256'][:12]}; build on a run of the same tokenizer")
         self.model.load_upstream(upstream)
         self.binding["upstream"] = {**expected, "model_sha256": sha256_file(upstream / "model.safetensors")}
+
+    def _init_pretrained(self) -> None:
+        """``train.init_from``: start from a pretrained ``LlamaForCausalLM`` (ConceptLM Table 3's continual
+        pre-training; ``models.hf_llama.init_from_pretrained``), and bind checkpoints to those weights (the
+        hub commit or the files' sha256), so changed weights never let a stale checkpoint resume."""
+        source = self.t.get("init_from")
+        if source:
+            from models.hf_llama import init_from_pretrained
+
+            self.binding["init_from"] = init_from_pretrained(self.model, source)
 
     # --- one optimizer step -------------------------------------------------------------------
     def batch(self, step: int, micro_index: int) -> tuple[torch.Tensor, torch.Tensor]:

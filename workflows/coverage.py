@@ -15,7 +15,7 @@ from .experiments import ConfigError, kernel_benchmarks, load_profile, resolve, 
 def profile_runs(path: Path) -> dict[str, list[str]]:
     """experiment -> the evaluations it runs in the profile ``path`` (a scaling law runs "law", a kernel
     benchmark "kernel")."""
-    config = load_profile(path)
+    config = load_profile(path, files=False)  # which runs it holds: its data may live elsewhere
     experiments = resolve(config, str(path))
     runs = {exp_id: list(exp["evals"]) for exp_id, exp in experiments.items()}
     runs.update({law: ["law"] for law in scaling_laws(config, experiments, str(path))})

@@ -32,6 +32,7 @@ SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schemas" / "conf
 SECTIONS = ("model", "train", "eval")
 TRAINING = ("model", "train")  # the sections of a run's config and hash; ``eval`` is read by the evaluations only
 PAPERS = ("conceptlm", "ncm", "dlcm")
+INIT_FROM_ARCHS = ("llama", "conceptlm_llama")  # train.init_from: models/hf_llama.py
 DEFAULT_PAPER = "conceptlm"
 
 
@@ -39,9 +40,11 @@ class ConfigError(ReproError, ValueError):
     """A profile is invalid; the message names the key and the fix."""
 
 
-def load_profile(path: str | Path) -> dict:
+def load_profile(path: str | Path, files: bool = True) -> dict:
+    """The validated profile at ``path`` (``files=False``: without checking that its local corpus files exist,
+    for reading which experiments it holds on a machine without them)."""
     path = Path(path)
-    return validate(with_parents(_read_yaml(path), path.parent, str(path)), str(path))
+    return validate(with_parents(_read_yaml(path), path.parent, str(path)), str(path), files)
 
 
 @entry_point
@@ -168,8 +171,9 @@ def _check_schema(instance: dict, schema: dict, config: dict, source: str) -> No
         raise _schema_error(jsonschema.exceptions.best_match(errors), config, source)
 
 
-def validate(config, source: str = "config") -> dict:
-    """Check a whole profile; return it unchanged. Raises ConfigError on the first problem."""
+def validate(config, source: str = "config", files: bool = True) -> dict:
+    """Check a whole profile; return it unchanged. Raises ConfigError on the first problem (``files``: a local
+    corpus's files must exist)."""
     if not isinstance(config, dict):
         raise ConfigError(f"{source}: a profile is a mapping with profile, corpus, tokenizer, defaults, experiments")
     schema = _schema()
@@ -190,7 +194,7 @@ def validate(config, source: str = "config") -> dict:
     _check_genppl(config, experiments, source)
     _check_local_tasks(config, experiments, source)
     kernel_benchmarks(config, {**experiments, **scaling_laws(config, experiments, source)}, source)
-    _check_corpus(config["corpus"], source)
+    _check_corpus(config["corpus"], source, files)
     _check_upstream_data(config, experiments, source)
     return config
 
@@ -388,6 +392,9 @@ def _check_semantics(config: dict, exp: dict) -> None:
     if unknown:
         raise ConfigError(f"train.loss_weights.{unknown[0]}: {model['arch']} has no loss {unknown[0]!r}; its losses are "
                           f"{', '.join(spec.build.loss_names(typed))}")
+    if train.get("init_from") and model["arch"] not in INIT_FROM_ARCHS:
+        raise ConfigError(f"train.init_from: a LlamaForCausalLM loads into {' and '.join(INIT_FROM_ARCHS)} only, "
+                          f"not model.arch={model['arch']}; drop init_from or use a Llama arch")
     if train.get("parallel") == "fsdp":
         from trainer.distributed import fsdp_problem
 
@@ -753,7 +760,7 @@ def _check_dataset(ds_id: str, ds: dict, source: str) -> None:
                                   "two line-aligned text files give {source: file, target: file}")
 
 
-def _check_corpus(corpus: dict, source: str) -> None:
+def _check_corpus(corpus: dict, source: str, files: bool = True) -> None:
     if corpus["source"] == "synthetic":
         from corpora.synthetic import WorldConfig
 
@@ -767,7 +774,7 @@ def _check_corpus(corpus: dict, source: str) -> None:
         if corpus["hf"]["name"] not in HF_CORPORA:
             raise ConfigError(f"{source}: corpus.hf.name={corpus['hf']['name']!r} is not a known corpus; "
                               f"choose one of {sorted(HF_CORPORA)} or use source: local")
-    else:
+    elif files:
         for split in (split for split in ("train", "valid", "test") if split in corpus["local"]):
             path = Path(corpus["local"][split]).expanduser()
             if not path.is_file():
