@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+from common.errors import ReproError
 from common.io import atomic_write_json
 from evals.result import settings_record
 
@@ -60,10 +61,13 @@ def measure(settings: dict, threads: int) -> tuple[dict, dict]:
 
     torch.set_num_threads(threads)
     device, dtype, dtype_name = _device_dtype(settings)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ReproError(f"kernel_benchmarks.{settings['id']}.device=cuda: this machine has no CUDA; "
+                         "run the job on a GPU node or set device: auto")
     flex_arm = f"flex_{settings['flex']}"
     a = SimpleNamespace(flex=[settings["flex"]], seed=settings["seed"], concept_mult=settings["concept_mult"],
                         heads=settings["heads"], rounds=settings["rounds"], warmup=settings["warmup"])
-    metrics, cases = {}, {}
+    metrics, cases, failed = {}, {}, []
     for row in settings["rows"]:
         rid = row_id(row["seq_len"], row["hidden"])
         case = run_case(a, row["seq_len"], settings["interval"], row["hidden"] // settings["heads"], device, dtype,
@@ -71,10 +75,12 @@ def measure(settings: dict, threads: int) -> tuple[dict, dict]:
         arms = case[settings["pass"]]["arms"]
         for column, arm in (("flex", flex_arm), ("flash", "replicate"), ("mask", "mask")):
             metrics[f"{rid}/{column}_ms"] = arms.get(arm, {}).get("median_ms")
+            if "error" in arms.get(arm, {}):  # e.g. no FlexAttention backward on CPU: the cell stays empty, and says why
+                failed.append(f"{column} arm did not run at {rid}: {arms[arm]['error'].splitlines()[0][:160]}")
         cases[rid] = case
     details = {"cases": cases, "columns": {"flash_ms": "replicate", "flex_ms": flex_arm, "mask_ms": "mask"},
                "device": str(device), "dtype": dtype_name, "pass": settings["pass"], "threads": threads,
-               "paper_setting": PAPER_SETTING, "caveats": caveats(settings, device, dtype_name, flex_arm),
+               "paper_setting": PAPER_SETTING, "caveats": caveats(settings, device, dtype_name, flex_arm) + failed,
                "load_avg_1min": os.getloadavg()[0]}
     return metrics, details
 
@@ -82,12 +88,12 @@ def measure(settings: dict, threads: int) -> tuple[dict, dict]:
 def evaluate_kernel(kernel_id: str, settings: dict, out_path: Path, threads: int = 1) -> dict:
     """Time ``settings`` (a resolved ``kernel_benchmarks`` entry); write and return the result."""
     t0 = time.perf_counter()
-    metrics, details = measure(settings, threads)
+    metrics, details = measure({**settings, "id": kernel_id}, threads)
     missing = [key for key, value in metrics.items() if value is None]
     if len(missing) == len(metrics):
         errors = {rid: {arm: r.get("error") for arm, r in case[settings["pass"]]["arms"].items()}
                   for rid, case in details["cases"].items()}
-        raise RuntimeError(f"kernel_benchmarks.{kernel_id}: no arm ran ({errors}); see the log")
+        raise ReproError(f"kernel_benchmarks.{kernel_id}: no arm ran ({errors}); see the log")
     record = settings_record(kernel_id, settings, out_path, metrics, details, t0)
     atomic_write_json(out_path, record)
     return record

@@ -106,15 +106,13 @@ def _copy_into(model: TokenLM, hf_model) -> None:
     """The checkpoint's weights into ``model`` as §4.3 starts each Table 3 row: the backbone as it is (Trained);
     with more token layers than the checkpoint, PM (``pm_layers``); ConceptLM's concept layers from the
     backbone's first layers."""
+    problem = layer_problem(model, hf_model.config)
+    if problem:
+        raise ValueError(problem)
     theirs = hf_model.config.num_hidden_layers
     extra = model.cfg.n_layer - theirs
-    if isinstance(model, ConceptLM) and extra:
-        raise ValueError(f"model.n_layer={model.cfg.n_layer}: ConceptLM keeps the checkpoint's {theirs} token layers")
     _copy_backbone(model, hf_model, pm_layers(theirs, extra) if extra else None)
     if isinstance(model, ConceptLM):
-        if model.cfg.concept_layers > theirs:
-            raise ValueError(f"model.concept_layers={model.cfg.concept_layers} exceeds the {theirs} backbone layers "
-                             "to initialise them from")
         with torch.no_grad():
             for concept_block, block in zip(model.concept_blocks, model.blocks):
                 concept_block.load_state_dict(block.state_dict())
@@ -137,30 +135,70 @@ def shape_problem(model: TokenLM, hf_config) -> str | None:
     return None
 
 
-def init_from_pretrained(model: TokenLM, source: str) -> dict:
-    """Load the ``LlamaForCausalLM`` at ``source`` (a hub name, through the HF cache, or a local folder) into
-    ``model`` (``_copy_into``) and return what identifies those weights: the hub commit, or the sha256 of
-    a local folder's weight files. Every error is one line naming ``train.init_from``."""
-    import transformers
+def _resolve(source: str, where: str) -> tuple[Path, dict]:
+    """The local folder of ``source`` and what identifies its weights: a folder's files by sha256, or a
+    hub name's snapshot in the HF cache (downloaded unless HF_HUB_OFFLINE) by its commit."""
+    from huggingface_hub import snapshot_download
 
     from common.errors import ReproError
     from common.io import sha256_file
 
-    where = f"train.init_from={source}"
-    try:
-        hf_model = transformers.LlamaForCausalLM.from_pretrained(source, torch_dtype=torch.float32)
-    except (OSError, ValueError) as e:
-        raise ReproError(f"{where}: cannot load a LlamaForCausalLM ({str(e).splitlines()[0]}); download it first "
-                         "(huggingface-cli download, with HF_HUB_OFFLINE unset) or give a local folder") from None
-    try:
-        problem = shape_problem(model, hf_model.config)
-        if problem:
-            raise ValueError(problem)
-        _copy_into(model, hf_model)
-    except ValueError as e:
-        raise ReproError(f"{where}: {e}") from None
     folder = Path(source).expanduser()
     if folder.is_dir():
         files = sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin") or p.name == "config.json")
-        return {"source": source, "sha256": {p.name: sha256_file(p) for p in files}}
-    return {"source": source, "commit": getattr(hf_model.config, "_commit_hash", None)}
+        return folder, {"source": source, "sha256": {p.name: sha256_file(p) for p in files}}
+    if source.startswith((".", "/", "~")) or source.count("/") > 1:
+        raise ReproError(f"{where}: no such folder; fix the path (relative paths start at the working directory)")
+    try:
+        snapshot = Path(snapshot_download(source, allow_patterns=["*.json", "*.safetensors"]))
+    except Exception as e:  # noqa: BLE001 - offline, gated, unknown repo: one line
+        raise ReproError(f"{where}: cannot fetch it from the hub ({str(e).splitlines()[0]}); download it first "
+                         "(huggingface-cli download, with HF_HUB_OFFLINE unset) or give a local folder") from None
+    return snapshot, {"source": source, "commit": snapshot.name}  # the cache's snapshots/<commit>/
+
+
+def init_from_pretrained(model: TokenLM, source: str) -> dict:
+    """Load the ``LlamaForCausalLM`` at ``source`` (a hub name, through the HF cache, or a local folder) into
+    ``model`` (``_copy_into``) and return what identifies those weights (``_resolve``). The config is read
+    and checked before any weight is: a checkpoint of another family or shape is refused without building
+    it. The weights load in their stored dtype (bf16 for Llama-3.1: half the host memory of fp32) and are
+    copied into the model's fp32 parameters exactly. Every error is one line naming ``train.init_from``."""
+    import transformers
+
+    from common.errors import ReproError
+
+    where = f"train.init_from={source}"
+    folder, identity = _resolve(source, where)
+    try:
+        config = transformers.AutoConfig.from_pretrained(folder)
+    except Exception as e:  # noqa: BLE001
+        raise ReproError(f"{where}: no readable config.json ({str(e).splitlines()[0]}); give a LlamaForCausalLM folder") from None
+    if config.model_type != "llama":
+        raise ReproError(f"{where}: a {config.model_type} checkpoint, not a Llama one; give a LlamaForCausalLM")
+    try:
+        problem = shape_problem(model, config) or layer_problem(model, config)
+    except ValueError as e:
+        problem = str(e)
+    if problem:
+        raise ReproError(f"{where}: {problem}")
+    try:
+        hf_model = transformers.LlamaForCausalLM.from_pretrained(folder, dtype="auto")
+    except Exception as e:  # noqa: BLE001 - a truncated or corrupted weight file
+        raise ReproError(f"{where}: cannot read its weights ({str(e).splitlines()[0]}); download them again") from None
+    _copy_into(model, hf_model)
+    return identity
+
+
+def layer_problem(model: TokenLM, hf_config) -> str | None:
+    """Why ``model``'s depth cannot start from the checkpoint's (None when it can)."""
+    theirs, ours = hf_config.num_hidden_layers, model.cfg.n_layer
+    if ours < theirs:
+        return f"model.n_layer is {ours}, below the checkpoint's {theirs} layers; set it to {theirs} (or more, for PM)"
+    if isinstance(model, ConceptLM) and ours != theirs:
+        return f"model.n_layer={ours}: ConceptLM keeps the checkpoint's {theirs} token layers"
+    if ours - theirs > theirs:
+        return f"model.n_layer is {ours}: PM adds at most the checkpoint's {theirs} layers"
+    if isinstance(model, ConceptLM) and model.cfg.concept_layers > theirs:
+        return (f"model.concept_layers={model.cfg.concept_layers} exceeds the {theirs} backbone layers to "
+                "initialise them from")
+    return None

@@ -421,7 +421,7 @@ class Trainer:
         save_weights(weights, final / "model.safetensors")
         manifest = {"experiment": self.cfg["id"], "seed": self.cfg["seed"], "config": self.cfg,
                     "config_hash": self.config_hash, "data": self.binding["data"],
-                    "upstream": self.binding.get("upstream"),
+                    "upstream": self.binding.get("upstream"), "init_from": self.binding.get("init_from"),
                     "model_sha256": sha256_file(final / "model.safetensors"),
                     "vocab_size": self.model.cfg.vocab_size, "steps": self.t["steps"],
                     "tokens": self.t["steps"] * self.t["batch_size"] * self.seq_len,

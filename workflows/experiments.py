@@ -779,7 +779,8 @@ def _check_corpus(corpus: dict, source: str, files: bool = True) -> None:
             path = Path(corpus["local"][split]).expanduser()
             if not path.is_file():
                 raise ConfigError(f"{source}: corpus.local.{split}={corpus['local'][split]}: no such file; "
-                                  "fix the path (relative paths start at the repository root)")
+                                  "fix the path (relative paths start at the working directory: snakemake -d, "
+                                  "the repository root by default)")
 
 
 def explicit_model(model: dict) -> dict:

@@ -36,3 +36,20 @@ def test_every_row_gets_the_arms_medians_and_the_caveats_of_its_device(tmp_path)
     assert "2 heads, interval 6 (the paper: 32, 6)" in caveats
     agreement = record["details"]["cases"]["s256_h32"]["agreement"]  # the arms compute the same thing
     assert agreement["mask"]["output"] < 1e-4 and agreement["flex_eager"]["output"] < 1e-4
+
+
+def test_an_arm_that_cannot_run_says_why_and_cuda_without_cuda_is_refused(tmp_path):
+    import pytest
+    import torch
+
+    from common.errors import ReproError
+
+    settings = {**KERNEL_DEFAULTS, "rows": [{"seq_len": 128, "hidden": 32}], "heads": 2, "flex": "eager", "rounds": 2,
+                "warmup": 0, "pass": "forward_backward", "paper": "dlcm", "benchmark": "dlcm_attention"}
+    record = evaluate_kernel("bench", settings, tmp_path / "kernel.json")
+    assert record["metrics"]["s128_h32/flash_ms"] > 0
+    if not torch.cuda.is_available():  # torch has no FlexAttention backward on CPU: an empty cell that says why
+        assert record["metrics"]["s128_h32/flex_ms"] is None
+        assert any(c.startswith("flex arm did not run at s128_h32: ") for c in record["details"]["caveats"])
+        with pytest.raises(ReproError, match="kernel_benchmarks.bench.device=cuda: this machine has no CUDA"):
+            evaluate_kernel("bench", {**settings, "device": "cuda"}, tmp_path / "cuda.json")
