@@ -53,7 +53,7 @@ def caveats(settings: dict, device, dtype_name: str, flex_arm: str) -> list[str]
     return out
 
 
-def measure(settings: dict, threads: int) -> tuple[dict, dict]:
+def measure(kernel_id: str, settings: dict, threads: int) -> tuple[dict, dict]:
     """(metrics, details) of every row: ``<row>/flex_ms``, ``<row>/flash_ms``, ``<row>/mask_ms`` (medians)."""
     import torch
 
@@ -62,7 +62,7 @@ def measure(settings: dict, threads: int) -> tuple[dict, dict]:
     torch.set_num_threads(threads)
     device, dtype, dtype_name = _device_dtype(settings)
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ReproError(f"kernel_benchmarks.{settings['id']}.device=cuda: this machine has no CUDA; "
+        raise ReproError(f"kernel_benchmarks.{kernel_id}.device=cuda: this machine has no CUDA; "
                          "run the job on a GPU node or set device: auto")
     flex_arm = f"flex_{settings['flex']}"
     a = SimpleNamespace(flex=[settings["flex"]], seed=settings["seed"], concept_mult=settings["concept_mult"],
@@ -88,9 +88,8 @@ def measure(settings: dict, threads: int) -> tuple[dict, dict]:
 def evaluate_kernel(kernel_id: str, settings: dict, out_path: Path, threads: int = 1) -> dict:
     """Time ``settings`` (a resolved ``kernel_benchmarks`` entry); write and return the result."""
     t0 = time.perf_counter()
-    metrics, details = measure({**settings, "id": kernel_id}, threads)
-    missing = [key for key, value in metrics.items() if value is None]
-    if len(missing) == len(metrics):
+    metrics, details = measure(kernel_id, settings, threads)
+    if all(value is None for value in metrics.values()):
         errors = {rid: {arm: r.get("error") for arm, r in case[settings["pass"]]["arms"].items()}
                   for rid, case in details["cases"].items()}
         raise ReproError(f"kernel_benchmarks.{kernel_id}: no arm ran ({errors}); see the log")
