@@ -57,6 +57,7 @@ wildcard_constraints:
     experiment="|".join(map(re.escape, EXPERIMENTS)),
     law="|".join(map(re.escape, LAWS)) or "(?!)",
     kernel="|".join(map(re.escape, KERNELS)) or "(?!)",
+    entry="|".join(map(re.escape, [*LAWS, *KERNELS])) or "(?!)",
     dataset="|".join(map(re.escape, DATASETS)),
     seed=r"\d+",
 
@@ -84,12 +85,11 @@ def law_inputs(wildcards):
             for name in ("eval/boundaries.json", "train/metrics.jsonl")]
 
 
-def law_settings_json(wildcards):
-    return json.dumps({"id": wildcards.law, **LAWS[wildcards.law], "runs": law_runs(wildcards.law)}, sort_keys=True)
-
-
-def kernel_settings_json(wildcards):
-    return json.dumps({"id": wildcards.kernel, **KERNELS[wildcards.kernel]}, sort_keys=True)
+def entry_settings_json(wildcards):
+    """The settings of a scaling law (with its grid's run folders) or of a kernel benchmark."""
+    entry = wildcards.entry
+    settings = {**LAWS[entry], "runs": law_runs(entry)} if entry in LAWS else KERNELS[entry]
+    return json.dumps({"id": entry, **settings}, sort_keys=True)
 
 
 def run_outputs(paper=None):

@@ -62,21 +62,23 @@ rule evaluate_boundaries:
         )
 
 
-# A scaling law (scaling_laws: in the profile; evals/scaling_fit.py) fitted to the validation losses of
-# its grid's runs, with N, P and R from their boundaries evaluations; its settings file re-runs the fit
-# when the law's settings or grid change.
-rule law_config:
+# The settings file of a profile entry that is no training run (a scaling law, a kernel benchmark): its
+# result re-runs when they change.
+rule entry_config:
     output:
-        f"{RUNS}/{{law}}/seed0/config.json",
+        f"{RUNS}/{{entry}}/seed0/config.json",
     params:
-        json=law_settings_json,
+        json=entry_settings_json,
     log:
-        f"{RUNS}/{{law}}/seed0/logs/config.log",
+        f"{RUNS}/{{entry}}/seed0/logs/config.log",
     localrule: True
     shell:
         WRITE_JSON
 
 
+# A scaling law (scaling_laws: in the profile; evals/scaling_fit.py) fitted to the validation losses of
+# its grid's runs, with N, P and R from their boundaries evaluations; re-fitted when the law's settings
+# or grid change.
 rule fit_law:
     input:
         settings=f"{RUNS}/{{law}}/seed0/config.json",
@@ -93,21 +95,9 @@ rule fit_law:
         logged("{params.cli} fit-law --settings {input.settings} --out {output}")
 
 
-# A kernel latency benchmark (kernel_benchmarks: in the profile; evals/kernel_latency.py, DLCM Table 6):
-# its settings file re-runs it when they change. One thread, as every job of the local profile: the
-# latencies are those of one core beside another job.
-rule kernel_config:
-    output:
-        f"{RUNS}/{{kernel}}/seed0/config.json",
-    params:
-        json=kernel_settings_json,
-    log:
-        f"{RUNS}/{{kernel}}/seed0/logs/config.log",
-    localrule: True
-    shell:
-        WRITE_JSON
-
-
+# A kernel latency benchmark (kernel_benchmarks: in the profile; evals/kernel_latency.py, DLCM Table 6),
+# re-run when its settings change. One thread, as every job of the local profile: the latencies are
+# those of one core beside another job.
 rule kernel_bench:
     input:
         settings=f"{RUNS}/{{kernel}}/seed0/config.json",
