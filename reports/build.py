@@ -32,9 +32,10 @@ TITLE = "Reproduction report: ConceptLM, NCM, DLCM"
 READING = [
     "Where ours is an analogue of the paper's quantity (another corpus, reduced scale, a local copy that is not the "
     "canonical set: each paper's summary and table says which), absolute values are not expected to match the "
-    "paper's, so a verdict is about order, pair by pair of rows within a row group: agrees, differs or inconclusive against the standard error of "
-    "our difference (seeds of both rows; one seed is never enough). A proxy orders the paper's column against a "
-    "different column of ours and counts as neither agreement nor disagreement.",
+    "paper's, so a verdict is about order, pair by pair of rows within a row group: agrees, differs or inconclusive by "
+    "a t-test of our difference at 95 % (paired on matched seeds and data order, Welch otherwise; Holm within a column; "
+    "one seed is never enough), or not exercised when a row's concept mechanism failed its check. A proxy orders the "
+    "paper's column against a different column of ours and counts as neither agreement nor disagreement.",
     "Tables read printed → ours (mean over the seeds column's n, ± std where n > 1); ⚠ marks a printed value the "
     "audit finds inconsistent with the paper's own cells (recomputed value in brackets). Every cell, with Δ and "
     "checks, is in the tables folder (<paper>/<table>.md, .csv, .tex).",

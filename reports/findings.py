@@ -24,10 +24,11 @@ from tables.io import write_atomic
 from .summary import atoms
 
 START, END = "<!-- findings:start -->", "<!-- findings:end -->"
-OUTCOMES = ("agrees", "differs", "inconclusive")
+OUTCOMES = ("agrees", "differs", "inconclusive", "not exercised")
 PROXY_NOTE = ("Proxy comparisons: the paper's column is ordered against a different quantity of ours, so they are "
               "neither agreement nor disagreement and are not counted above:")
-PROXY_LABELS = {"agrees": "Proxy, same order", "differs": "Proxy, opposite order", "inconclusive": "Proxy, inconclusive"}
+PROXY_LABELS = {"agrees": "Proxy, same order", "differs": "Proxy, opposite order", "inconclusive": "Proxy, inconclusive",
+                "not exercised": "Proxy, mechanism not exercised"}
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -51,8 +52,9 @@ class Findings:
 
 
 def _pair_text(record: dict) -> str:
-    """"ConceptLM − Base (paper -1.16; ours -2.6 ± 0.2449; n 3, 3; |d| ≤ 2·se)", every part as the table shows it."""
-    ours = record["d"] + (f" ± {record['se']}" if record["se"] else "")
+    """"ConceptLM − Base (paper -1.16; ours -2.6 [-3.1, -2.1]; n 3, 3; p=0.2; could see |d| ≥ 1.5)", every part
+    as the table shows it (the bracket is the 95 % interval of our difference)."""
+    ours = record["d"] + (f" {record['ci']}" if record.get("ci") else "")
     why = record["reason"]
     if why == "n=1":
         why = f"n=1: {', '.join(record['single'])}"

@@ -4,7 +4,8 @@ cannot resolve, one line per comparison, each linking to the table that holds it
 A comparison is a column of a paper table within one row group (a model size); its pairs of rows are
 judged by the tables' rule (``tables/ordering.py``). The comparison reads ``agrees`` when every pair
 that could be judged agrees and at least one could, ``differs`` when every such pair differs, ``mixed``
-when both occur, ``inconclusive`` when none could be judged (why: one seed, or |d| within 2·se), and
+when both occur, ``inconclusive`` when none could be judged (why: one seed, or a test that could not tell),
+``not exercised`` when every pair involves a row whose concept mechanism failed its check, and
 ``proxy: ...`` when the paper's column is ordered against a different column of ours (never counted as
 agreement or disagreement). Tables with nothing reproduced are one line naming the profiles that fill
 them. Everything is read from the built tables; nothing here is typed by hand.
@@ -18,9 +19,10 @@ from pathlib import Path
 
 from .document import Block, Link, Paragraph, Table
 
-VERDICTS = ("agrees", "differs", "mixed", "inconclusive")
+VERDICTS = ("agrees", "differs", "mixed", "inconclusive", "not exercised")
 PLURAL = {"agrees": "agree", "differs": "differ"}
-PROXY_WORDS = {"agrees": "same order", "differs": "opposite order", "inconclusive": "inconclusive"}
+PROXY_WORDS = {"agrees": "same order", "differs": "opposite order", "inconclusive": "inconclusive",
+               "not exercised": "not exercised"}
 HEADER = ["Comparison", "Verdict", "Pairs of rows", "Evidence"]
 
 
@@ -45,18 +47,25 @@ def short_title(title: str) -> str:
 
 def _verdict(counts: dict[str, int], proxy: bool) -> str:
     agree, differ = counts.get("agrees", 0), counts.get("differs", 0)
-    word = ("mixed" if agree and differ else "agrees" if agree else "differs" if differ else "inconclusive")
+    idle = counts.get("not exercised", 0) and not counts.get("inconclusive", 0)
+    word = ("mixed" if agree and differ else "agrees" if agree else "differs" if differ
+            else "not exercised" if idle else "inconclusive")
     return f"proxy: {word}" if proxy else word
+
+
+def _reason_kind(reason: str) -> str:
+    """"n=1", or "within the noise" for a test that could not tell (its p and MDE are in the table)."""
+    return reason if reason == "n=1" else "within the noise"
 
 
 def _pairs_text(records: list[dict], proxy: bool) -> str:
     """"2 agree, 1 inconclusive (1 n=1)"; a proxy's pairs in the same or the opposite order, never "agree"."""
     judged = [record for record in records if record["outcome"] != "tied"]
     counts = Counter(record["outcome"] for record in judged)
-    reasons = Counter(record["reason"] for record in judged if record["outcome"] == "inconclusive")
+    reasons = Counter(_reason_kind(record["reason"]) for record in judged if record["outcome"] == "inconclusive")
     words = PROXY_WORDS if proxy else {outcome: PLURAL.get(outcome, outcome) for outcome in counts}
-    parts = [f"{counts[outcome]} {words[outcome] if counts[outcome] > 1 or proxy else outcome}"
-             for outcome in ("agrees", "differs", "inconclusive") if counts[outcome]]
+    parts = [f"{counts[outcome]} {words.get(outcome, outcome) if counts[outcome] > 1 or proxy else outcome}"
+             for outcome in ("agrees", "differs", "inconclusive", "not exercised") if counts[outcome]]
     why = ", ".join(f"{count} {reason}" for reason, count in reasons.items())
     text = ", ".join(parts) + (f" ({why})" if why else "")
     tied = len(records) - len(judged)

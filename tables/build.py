@@ -85,7 +85,7 @@ class _Reproducer:
         if result_ref:
             found = next((self.results[metric] for metric in result_ref.metrics if metric in self.results), None)
             scaled = found and {seed: value * result_ref.scale for seed, value in found.per_seed.items()}
-            return True, Reproduced(scaled, found.experiments, found.corpora, found.caveats) if scaled else None
+            return True, Reproduced(scaled, found.experiments, found.corpora, found.caveats, found.orders) if scaled else None
         mapped = False
         for check in self.formulas.get(ref, []):
             inputs = [self.get(input_ref) for input_ref in check.formula.refs]
@@ -100,8 +100,20 @@ class _Reproducer:
                 if per_seed:
                     union = lambda field: tuple(dict.fromkeys(  # noqa: E731
                         item for _, reproduced in inputs for item in getattr(reproduced, field)))
-                    return True, Reproduced(per_seed, union("experiments"), union("corpora"), union("caveats"))
+                    return True, Reproduced(per_seed, union("experiments"), union("corpora"), union("caveats"),
+                                            _common_orders(per_seed, [reproduced for _, reproduced in inputs]))
         return mapped, None
+
+
+def _common_orders(per_seed: dict[int, float], inputs: list[Reproduced]) -> dict[int, str]:
+    """seed -> data order of a value computed from several inputs, for the seeds where every input read the
+    same data in the same order (a formula over one run's metrics; across runs, only if they share it)."""
+    out = {}
+    for seed in per_seed:
+        signatures = {reproduced.orders.get(seed, "") for reproduced in inputs}
+        if len(signatures) == 1 and "" not in signatures:
+            out[seed] = signatures.pop()
+    return out
 
 
 def analogue_reason(paper_corpus: str | None, ours: Reproduced, scale: str) -> str:

@@ -1,74 +1,95 @@
-"""Does the reproduced ranking of a column agree with the reported one? (issues 3 and 13)
+"""Does the reproduced ranking of a column agree with the reported one?
 
-Reproduction at embedded scale is not expected to match absolute values, so
-the verdict is about order, judged pair by pair.  For every pair of rows of a
-column (same row group, both printed and reproduced) the reproduced difference
-d = mean_a - mean_b is read against its standard error from the seeds of *both*
-rows (Welch: se = sqrt(s_a^2/n_a + s_b^2/n_b)):
+Reproduction at embedded scale is not expected to match absolute values, so the verdict is about
+order, judged pair by pair.  For every pair of rows of a column (same row group, both printed and
+reproduced) the reproduced difference d = mean_a - mean_b is tested by the rule of ``tables/stats.py``
+(paired on matched seeds and data order, Welch otherwise; Holm-Bonferroni across the pairs of the column):
 
-- ``agrees``: d has the sign of the paper's difference and |d| > SE_FACTOR * se;
-- ``differs``: d has the opposite sign and |d| > SE_FACTOR * se;
-- ``inconclusive``: |d| <= SE_FACTOR * se, or a row has fewer than 2 seeds (no se: "n=1").
+- ``agrees``: adjusted p < 0.05 and d has the sign of the paper's difference;
+- ``differs``: adjusted p < 0.05 and d has the opposite sign;
+- ``inconclusive``: adjusted p >= 0.05 (with the design's minimum detectable difference), or a row
+  has a single seed (no spread: "n=1");
+- ``not exercised``: a row's concept mechanism failed its check (``tables/mechanisms.py``): the pair
+  compares mechanisms that were not at work at this budget, so it is counted apart and not tested.
 
-Pairs tied in the paper are not judged.  A column's verdict is the count of its
-pair verdicts ("agrees 3 / differs 1 / inconclusive 2"); Kendall's tau-b over
-the means is kept as a summary.  A column judged through another column of ours
-(``order_proxy``: the paper's Avg PPL against our train-distribution PPL)
-compares different quantities: its verdicts read "proxy: ..." and are never
-counted as agreement or disagreement.
+Pairs tied in the paper are not judged.  A column's verdict is the count of its pair verdicts;
+Kendall's tau-b over the means (scipy) is kept as a summary.  A column judged through another column
+of ours (``order_proxy``: the paper's Avg PPL against our train-distribution PPL) compares different
+quantities: its verdicts read "proxy: ..." and are never counted as agreement or disagreement.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import combinations
 from statistics import fmean, stdev
 
-SE_FACTOR = 2.0
-"""How many standard errors a reproduced difference must exceed to count: |d| > SE_FACTOR * se.
+from scipy import stats as scipy_stats
 
-For a normally distributed difference with known se, +-2 se is a two-sided ~95 % band (z = 1.96).
-Our se is estimated from few seeds, and with 3 seeds per row (Welch-Satterthwaite df ~ 4) a t-based
-95 % factor would be larger (t = 2.78; at df 4, +-2 se covers only ~88 %).  We keep the fixed normal
-factor 2 on purpose: one rule, the same for every pair, that a reader can check by eye; the price is
-that a pair called ``agrees`` or ``differs`` on 3 seeds is a ~88 %, not a 95 %, call.  Rows with one
-seed have no se and are never judged (``inconclusive``, "n=1")."""
+from .stats import ALPHA, RULE, Test, compare, holm, welch
 
-AGREES, DIFFERS, INCONCLUSIVE = "agrees", "differs", "inconclusive"
-OUTCOMES = (AGREES, DIFFERS, INCONCLUSIVE)
+AGREES, DIFFERS, INCONCLUSIVE, NOT_EXERCISED = "agrees", "differs", "inconclusive", "not exercised"
+OUTCOMES = (AGREES, DIFFERS, INCONCLUSIVE, NOT_EXERCISED)
 PROXY = "proxy: "
-RULE = (f"a pair of rows agrees when our difference d = mean_a − mean_b has the paper's sign and |d| > "
-        f"{SE_FACTOR:g}·se, with se = sqrt(s_a²/n_a + s_b²/n_b) over the seeds of both rows (Welch); it differs when "
-        f"d has the opposite sign and |d| > {SE_FACTOR:g}·se; it is inconclusive when |d| ≤ {SE_FACTOR:g}·se or a row "
-        f"has a single seed (n=1). Pairs tied in the paper are not judged. A proxy compares the paper's column with "
-        f"another column of ours and counts as neither agreement nor disagreement.")
+__all__ = ["RULE", "ALPHA", "Estimate", "PairVerdict", "ColumnOrder", "compare_order", "estimate", "kendall_tau_b"]
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A reproduced value: mean and sample standard deviation over n seeds (std None for one seed)."""
+    """A reproduced value: mean and sample standard deviation over n seeds (std None for one seed), with
+    the per-seed values and each seed's data-order signature where known (for the paired test)."""
 
     mean: float
     std: float | None = None
     n: int = 1
+    per_seed: Mapping[int, float] | None = field(default=None, compare=False)
+    orders: Mapping[int, str] | None = field(default=None, compare=False)
+
+    def values(self) -> dict[int, float] | None:
+        """seed -> value; None when only the summary is known."""
+        return dict(self.per_seed) if self.per_seed is not None else None
+
+
+def from_seeds(per_seed: Mapping[int, float], orders: Mapping[int, str] | None = None) -> Estimate:
+    values = list(per_seed.values())
+    return Estimate(fmean(values), stdev(values) if len(values) > 1 else None, len(values), dict(per_seed),
+                    dict(orders) if orders else None)
 
 
 def estimate(value) -> Estimate:
-    """An Estimate from a number (one seed), a sequence of per-seed values, or anything with mean, std and n."""
+    """An Estimate from a number (one seed), a sequence of per-seed values, a mapping seed -> value, or a
+    result's ``Reproduced`` (per-seed values and data orders kept)."""
     if isinstance(value, Estimate):
         return value
     if isinstance(value, (int, float)):
         return Estimate(float(value))
-    if hasattr(value, "mean") and hasattr(value, "n"):
-        return Estimate(value.mean, value.std, value.n)
-    values = [float(item) for item in value]
-    return Estimate(fmean(values), stdev(values) if len(values) > 1 else None, len(values))
+    if hasattr(value, "per_seed"):
+        return from_seeds(value.per_seed, getattr(value, "orders", None))
+    if isinstance(value, Mapping):
+        return from_seeds({int(k): float(v) for k, v in value.items()})
+    return from_seeds({k: float(v) for k, v in enumerate(value)})
+
+
+def same_order(a: Estimate, b: Estimate) -> bool:
+    """Both rows ran the same seeds, each seed reading the same data in the same order."""
+    if not a.orders or not b.orders or set(a.orders) != set(b.orders):
+        return False
+    return all(a.orders[seed] == b.orders[seed] for seed in a.orders)
+
+
+def test_pair(a: Estimate, b: Estimate) -> Test | None:
+    """The test of a.mean - b.mean by the rule of ``tables/stats.py``; None when a row has one seed."""
+    if a.n < 2 or b.n < 2 or a.std is None or b.std is None:
+        return None
+    if a.per_seed is not None and b.per_seed is not None:
+        return compare(a.per_seed, b.per_seed, same_order(a, b))
+    return welch(a.mean, a.std, a.n, b.mean, b.std, b.n)
 
 
 @dataclass(frozen=True)
 class PairVerdict:
-    """Rows a and b of one column: the paper's difference against ours, with our standard error."""
+    """Rows a and b of one column: the paper's difference against ours, with our test."""
 
     a: str
     b: str
@@ -76,6 +97,10 @@ class PairVerdict:
     reported: tuple[float, float]
     ours: tuple[Estimate, Estimate]
     proxy: bool = False
+    test: Test | None = None
+    p_adjusted: float | None = None
+    family: int = 1                      # pairs tested together in this column (Holm's m)
+    unexercised: str = ""                # why a row's mechanism was not at work ("" when both were)
 
     @property
     def paper_difference(self) -> float:
@@ -92,10 +117,12 @@ class PairVerdict:
 
     @property
     def se(self) -> float | None:
-        """Welch standard error of d; None when a row has fewer than two seeds."""
-        if self.single:
-            return None
-        return math.sqrt(sum(ours.std ** 2 / ours.n for ours in self.ours))
+        return self.test.se if self.test else None
+
+    @property
+    def mde(self) -> float | None:
+        """The smallest |d| this design detects at 80 % power (Bonferroni level over the family)."""
+        return self.test.mde(self.family) if self.test else None
 
     @property
     def tied(self) -> bool:
@@ -104,20 +131,28 @@ class PairVerdict:
 
     @property
     def outcome(self) -> str:
-        """agrees, differs or inconclusive (``tied`` for pairs the paper does not order)."""
+        """agrees, differs, inconclusive or not exercised (``tied`` for pairs the paper does not order)."""
         if self.tied:
             return "tied"
-        se = self.se
-        if se is None or abs(self.d) <= SE_FACTOR * se:
+        if self.unexercised:
+            return NOT_EXERCISED
+        if self.test is None or self.p_adjusted is None or self.p_adjusted >= ALPHA:
             return INCONCLUSIVE
         return AGREES if self.d * self.paper_difference > 0 else DIFFERS
 
     @property
     def reason(self) -> str:
-        """Why a pair is inconclusive: "n=1" (a row has one seed) or "|d| ≤ 2·se"; empty otherwise."""
-        if self.outcome != INCONCLUSIVE:
+        """Why a pair is inconclusive or not exercised; empty otherwise."""
+        outcome = self.outcome
+        if outcome == NOT_EXERCISED:
+            return self.unexercised
+        if outcome != INCONCLUSIVE:
             return ""
-        return "n=1" if self.single else f"|d| ≤ {SE_FACTOR:g}·se"
+        if self.test is None:
+            return "n=1"
+        if self.test.se == 0:
+            return "no difference and no spread"
+        return f"p={self.p_adjusted:.2g}; could see |d| ≥ {self.mde:.3g}"
 
     @property
     def verdict(self) -> str:
@@ -158,7 +193,7 @@ class ColumnOrder:
         return {outcome: sum(pair.outcome == outcome for pair in pairs) for outcome in OUTCOMES}
 
     def summary(self, group: object = ...) -> str:
-        """"agrees 3 / differs 1 / inconclusive 2", prefixed "proxy: " for a proxy column."""
+        """"agrees 3 / differs 1 / inconclusive 2 / not exercised 0", prefixed "proxy: " for a proxy column."""
         text = " / ".join(f"{outcome} {count}" for outcome, count in self.counts(group).items())
         return PROXY + text if self.proxy else text
 
@@ -168,31 +203,44 @@ class ColumnOrder:
 
 
 def kendall_tau_b(xs: list[float], ys: list[float], comparable: list[tuple[int, int]] | None = None) -> float | None:
-    """Kendall's tau-b (ties counted on each side) over the index pairs ``comparable`` (default all);
-    None when either side is constant over them."""
-    index_pairs = comparable if comparable is not None else list(combinations(range(len(xs)), 2))
-    concordance = [(xs[i] - xs[j]) * (ys[i] - ys[j]) for i, j in index_pairs]
-    untied_x = sum(xs[i] != xs[j] for i, j in index_pairs)
-    untied_y = sum(ys[i] != ys[j] for i, j in index_pairs)
+    """Kendall's tau-b over the index pairs ``comparable`` (default all: scipy's tau-b); None when either
+    side is constant over them.  Restricted to pairs of one row group it is the tau-b of those pairs."""
+    if comparable is None:
+        if len(set(xs)) < 2 or len(set(ys)) < 2:
+            return None
+        return float(scipy_stats.kendalltau(xs, ys, variant="b").statistic)
+    concordance = [(xs[i] - xs[j]) * (ys[i] - ys[j]) for i, j in comparable]
+    untied_x = sum(xs[i] != xs[j] for i, j in comparable)
+    untied_y = sum(ys[i] != ys[j] for i, j in comparable)
     if not untied_x or not untied_y:
         return None
     return (sum(c > 0 for c in concordance) - sum(c < 0 for c in concordance)) / math.sqrt(untied_x * untied_y)
 
 
 def compare_order(column: str, pairs: dict[str, tuple[float, Estimate | float | Sequence[float]]],
-                  proxy: str | None = None, groups: dict[str, str] | None = None) -> ColumnOrder:
+                  proxy: str | None = None, groups: dict[str, str] | None = None,
+                  unexercised: Mapping[str, str] | None = None) -> ColumnOrder:
     """``pairs`` maps row id -> (reported, reproduced), the reproduced side an Estimate, a result's
-    ``Reproduced``, a list of per-seed values or a bare number (one seed); ``proxy`` names the column
-    the reproduced values come from when it is not ``column``.  With ``groups`` (row id -> block, e.g.
-    a model size) only rows of the same block are compared: Table 1 asks whether ConceptLM beats Base
-    at each size, not across sizes or corpora."""
+    ``Reproduced``, per-seed values or a bare number (one seed); ``proxy`` names the column the reproduced
+    values come from when it is not ``column``.  With ``groups`` (row id -> block, e.g. a model size) only
+    rows of the same block are compared: Table 1 asks whether ConceptLM beats Base at each size.
+    ``unexercised`` maps a row to why its concept mechanism failed its check: its pairs are not tested.
+    The tested pairs of the column form one Holm-Bonferroni family."""
     everyone = list(pairs)
     ours = {row: estimate(value) for row, (_, value) in pairs.items()}
+    unexercised = unexercised or {}
     same = [(i, j) for i, j in combinations(range(len(everyone)), 2)
             if groups is None or groups.get(everyone[i]) == groups.get(everyone[j])]
     rows = [row for k, row in enumerate(everyone) if any(k in pair for pair in same)]  # rows with a partner
+    drafts = []
+    for a, b in ((everyone[i], everyone[j]) for i, j in same):
+        why = "; ".join(f"{row}: {unexercised[row]}" for row in (a, b) if row in unexercised)
+        tied = pairs[a][0] == pairs[b][0]
+        drafts.append((a, b, why, None if tied or why else test_pair(ours[a], ours[b])))
+    tested = [k for k, draft in enumerate(drafts) if draft[3] is not None]
+    adjusted = dict(zip(tested, holm([drafts[k][3].p for k in tested])))
     verdicts = [PairVerdict(a, b, groups.get(a) if groups else None, (pairs[a][0], pairs[b][0]), (ours[a], ours[b]),
-                            proxy is not None)
-                for a, b in ((everyone[i], everyone[j]) for i, j in same)]
+                            proxy is not None, test, adjusted.get(k), max(1, len(tested)), why)
+                for k, (a, b, why, test) in enumerate(drafts)]
     tau = kendall_tau_b([pairs[row][0] for row in everyone], [ours[row].mean for row in everyone], same) if same else None
     return ColumnOrder(column, rows, tau, verdicts, proxy)

@@ -15,13 +15,13 @@ from .build import Build, TableView
 from .coverage import Coverage
 from .io import write_atomic
 from .layout import layout
-from .ordering import OUTCOMES, RULE, SE_FACTOR
+from .ordering import ALPHA, OUTCOMES, RULE
 from .render import table_csv, table_json, table_latex, table_markdown, worst
 
 NOTE = ("Reproduction runs at embedded scale: absolute values are not expected to match the papers. "
-        "Verdicts are about direction and order, pair by pair of rows (agrees / differs / inconclusive against the "
-        "seed standard error of both rows); Kendall tau of each column is a summary. Proxy comparisons are counted "
-        "apart.")
+        "Verdicts are about direction and order, pair by pair of rows (agrees / differs / inconclusive by a t-test at "
+        "95 % with Holm within a column; not exercised when a row's mechanism check failed); Kendall tau of each "
+        "column is a summary. Proxy comparisons are counted apart.")
 
 
 def _table_entry(view: TableView, files: list[str]) -> dict:
@@ -74,6 +74,6 @@ def write_tables(build: Build, out: Path, coverage: Coverage = Coverage()) -> di
         "paper_info": {paper.paper: {"title": paper.title, "arxiv": paper.arxiv, "url": paper.url}
                        for paper in build.papers.values()},
         "reported_cells": {paper.paper: len(paper.cells) for paper in build.papers.values()},
-        "flagged": summary(build), "verdicts": dict(verdicts), "order_rule": RULE, "se_factor": SE_FACTOR}
+        "flagged": summary(build), "verdicts": dict(verdicts), "order_rule": RULE, "alpha": ALPHA}
     atomic_write_json(out / "index.json", index)
     return index

@@ -150,8 +150,19 @@ def order_lines(view: TableView) -> list[str]:
     return lines
 
 
-PAIR_HEADER = ["Column", "Group", "Pair (a − b)", "Paper a vs b", "Paper a − b", "Ours a vs b", "Ours d ± se", "n (a, b)",
-               "Verdict"]
+PAIR_HEADER = ["Column", "Group", "Pair (a − b)", "Paper a vs b", "Paper a − b", "Ours a vs b", "Ours d [95 % CI]",
+               "Test (Holm p)", "n (a, b)", "Verdict"]
+
+
+def _test_fields(pair: PairVerdict) -> dict:
+    """The pair's test as data: kind, p (raw and Holm-adjusted), 95 % interval, MDE, the pairing's correlation."""
+    test = pair.test
+    if test is None:
+        return {"test": "", "ci": "", "p": None, "p_adjusted": None, "ci_low": None, "ci_high": None, "mde": None,
+                "df": None, "correlation": None, "family": pair.family}
+    low, high = test.interval()
+    return {"test": test.kind, "ci": f"[{format_float(low)}, {format_float(high)}]", "p": test.p, "p_adjusted": pair.p_adjusted, "ci_low": low, "ci_high": high,
+            "mde": pair.mde, "df": test.df, "correlation": test.correlation, "family": pair.family}
 
 
 def _paper_difference(view: TableView, order: ColumnOrder, pair: PairVerdict) -> str:
@@ -179,14 +190,16 @@ def pair_records(view: TableView) -> list[dict]:
                 "single": [view.spec.row_by_id[row].label for row in pair.single],
                 "outcome": pair.outcome, "reason": pair.reason, "verdict": pair.verdict,
                 "analogue": analogue_of(view, order.proxy or order.column, (pair.a, pair.b)),
-                "d_value": pair.d, "se_value": se})
+                "d_value": pair.d, "se_value": se, **_test_fields(pair)})
     return records
 
 
 def pair_grid(view: TableView) -> tuple[list[str], list[list[str]]]:
     rows = [[r["column_title"], r["group"], f"{r['a_label']} − {r['b_label']}", f"{r['paper_a']} vs {r['paper_b']}",
              r["paper_difference"], f"{r['ours_a']} vs {r['ours_b']}",
-             r["d"] + (f" ± {r['se']}" if r["se"] else ""), f"{r['n_a']}, {r['n_b']}",
+             r["d"] + (f" {r['ci']}" if r["ci"] else ""),
+             f"{r['test']} ({r['p_adjusted']:.2g})" if r["test"] and r["p_adjusted"] is not None else r["test"] or "—",
+             f"{r['n_a']}, {r['n_b']}",
              r["verdict"] + (" (analogue)" if r["analogue"] else "")]
             for r in pair_records(view)]
     return PAIR_HEADER, rows
@@ -247,7 +260,7 @@ def latex_escape(text: str) -> str:
                     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
                     "±": r"$\pm$", "—": "--", "Δ": r"$\Delta$", "↔": r"$\leftrightarrow$", "·": r"$\cdot$",
                     "≈": r"$\approx$", "÷": r"$\div$", "τ": r"$\tau$",
-                    "≤": r"$\le$", "|": r"\textbar{}", "−": "--"}
+                    "≤": r"$\le$", "≥": r"$\ge$", "|": r"\textbar{}", "−": "--"}
     return "".join(replacements.get(char, char) for char in str(text))
 
 

@@ -6,10 +6,11 @@ not an error: every cell is then "not reproduced".
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean, stdev
 
@@ -31,6 +32,7 @@ class Reproduced:
     experiments: tuple[str, ...] = ()
     corpora: tuple[str, ...] = ()
     caveats: tuple[str, ...] = ()
+    orders: dict[int, str] = field(default_factory=dict, compare=False)  # seed -> data order (``data_order``)
 
     @property
     def n(self) -> int:
@@ -64,6 +66,19 @@ def corpus_label(corpus: dict) -> str:
     if source == "sudoku":
         return "generated sudoku"
     return SYNTHETIC if source == "synthetic" else "an unrecorded corpus"
+
+
+def data_order(config: dict) -> str:
+    """What fixes the windows a run reads and their order (``trainer.data.WindowOrder``: the seed, the
+    token stream of its corpus and tokenizer, the window length and the batch): two runs with equal
+    signatures saw the same data in the same order, so their seed-to-seed noise is shared (common random
+    numbers) and a difference between them is tested paired.  Empty when the config does not say."""
+    model, train = config.get("model") or {}, config.get("train") or {}
+    parts = [config.get("seed"), config.get("corpus"), config.get("tokenizer"), model.get("seq_len"),
+             train.get("batch_size")]
+    if any(part is None for part in parts):
+        return ""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def profile_facts(root: Path) -> dict:
@@ -143,6 +158,7 @@ def load_results(root: Path) -> dict[Metric, Reproduced]:
     per_seed: dict[Metric, dict[int, float]] = {}
     corpora: dict[Metric, set[str]] = {}
     caveats: dict[Metric, set[str]] = {}
+    orders: dict[Metric, dict[int, str]] = {}
     for path in result_files(root):
         experiment, seed_dir = path.parts[-4], path.parts[-3]
         match = _SEED.match(seed_dir)
@@ -158,11 +174,15 @@ def load_results(root: Path) -> dict[Metric, Reproduced]:
             if result[field] != value:
                 raise DataError(path, None, field, f"{result[field]!r} differs from the path ({value!r})")
         corpus = corpus_label((result.get("config") or {}).get("corpus") or {"source": None})
+        order = data_order(result.get("config") or {})
         for key, value in result["metrics"].items():
             if value is not None and math.isfinite(value):
                 ref = (experiment, path.stem, key)
                 per_seed.setdefault(ref, {})[int(match[1])] = float(value)
                 corpora.setdefault(ref, set()).add(corpus)
                 caveats.setdefault(ref, set()).update(_caveats(result, key))
-    return {ref: Reproduced(seeds, (ref[0],), tuple(sorted(corpora[ref])), tuple(sorted(caveats[ref])))
+                if order:
+                    orders.setdefault(ref, {})[int(match[1])] = order
+    return {ref: Reproduced(seeds, (ref[0],), tuple(sorted(corpora[ref])), tuple(sorted(caveats[ref])),
+                            orders.get(ref, {}))
             for ref, seeds in per_seed.items()}

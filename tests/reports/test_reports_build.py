@@ -32,7 +32,7 @@ def test_first_screen_is_the_verdict_summary(report):
             "unrecorded corpus, the paper on openwebtext; reduced scale)") in summary
     assert "| Table 2 · Avg Acc · GPT-2 124M | mixed | 2 agree, 1 differs | [table](#conceptlm-table02) |" in summary
     assert "| Table 1 · Avg PPL · GPT-2 124M | agrees | 3 agree | [table](#conceptlm-table01) |" in summary
-    assert "3 comparisons: 2 agree, 1 mixed." in summary
+    assert "3 comparisons: 1 agrees, 1 mixed, 1 inconclusive." in summary
     assert "Not reproduced at this profile: Table 3" in summary  # a table with nothing reproduced: one line
     assert '<a id="conceptlm-table02"></a>' in text  # the link's target
     page = (report / "report.html").read_text()

@@ -39,15 +39,15 @@ def built(tmp_path_factory):
 def test_one_bullet_per_judged_group_with_the_known_verdicts(built):
     findings = collect(built / "tables")
     assert [finding.text for finding in findings.judged] == [
-        "Hand Table 1 · Train PPL · S: agrees 2 / differs 1 / inconclusive 0. "
-        "Agrees: Base − ConceptLM (paper 2.0; ours 2 ± 0.1291; n 3, 3); PM − ConceptLM (paper 1.0; ours 4 ± 0.0816; n 3, 3). "
-        "Differs: Base − PM (paper 1.0; ours -2 ± 0.1291; n 3, 3).",
-        "Hand Table 1 · Train PPL · XS: agrees 0 / differs 0 / inconclusive 1. "
-        "Inconclusive: Base − ConceptLM (paper 1.0; ours 0.1 ± 0.3266; n 3, 3; |d| ≤ 2·se).",
-        "Hand Table 1 · Train PPL · M: agrees 0 / differs 0 / inconclusive 1. "
+        "Hand Table 1 · Train PPL · S: agrees 2 / differs 1 / inconclusive 0 / not exercised 0. "
+        "Agrees: Base − ConceptLM (paper 2.0; ours 2 [1.5845, 2.4155]; n 3, 3); PM − ConceptLM (paper 1.0; ours 4 "
+        "[3.7733, 4.2267]; n 3, 3). Differs: Base − PM (paper 1.0; ours -2 [-2.4155, -1.5845]; n 3, 3).",
+        "Hand Table 1 · Train PPL · XS: agrees 0 / differs 0 / inconclusive 1 / not exercised 0. "
+        "Inconclusive: Base − ConceptLM (paper 1.0; ours 0.1 [-0.8068, 1.0068]; n 3, 3; p=0.77; could see |d| ≥ 1.72).",
+        "Hand Table 1 · Train PPL · M: agrees 0 / differs 0 / inconclusive 1 / not exercised 0. "
         "Inconclusive: Base − ConceptLM (paper 1.0; ours 1; n 1, 3; n=1: Base).",
     ]
-    assert "agrees 2 / differs 1 / inconclusive 2;" in findings.lead and "5 proxy pairs" in findings.lead
+    assert "agrees 2 / differs 1 / inconclusive 2 / not exercised 0;" in findings.lead and "5 proxy pairs" in findings.lead
 
 
 def test_proxies_are_listed_apart_and_never_counted(built):
@@ -56,8 +56,8 @@ def test_proxies_are_listed_apart_and_never_counted(built):
     assert all(" (ours, a proxy) · " in finding.text and ": proxy: agrees " in finding.text for finding in findings.proxies)
     assert not any("proxy" in finding.text for finding in findings.judged)
     assert findings.proxies[0].text.startswith("Hand Table 1 · Avg PPL (paper) against Train PPL (ours, a proxy) · S: "
-                                               "proxy: agrees 2 / differs 1 / inconclusive 0. Proxy, same order: "
-                                               "Base − ConceptLM (paper 5.0; ours 2 ± 0.1291; n 3, 3)")
+                                               "proxy: agrees 2 / differs 1 / inconclusive 0 / not exercised 0. Proxy, "
+                                               "same order: Base − ConceptLM (paper 5.0; ours 2 [1.5845, 2.4155]; n 3, 3)")
     text = findings_markdown(findings, built / "tables")
     judged, proxies = text.split("Proxy comparisons:")
     assert "Avg PPL" not in judged and proxies.count("\n- ") == 3
@@ -75,9 +75,9 @@ def test_every_number_of_a_finding_is_in_its_table(built):
 def test_a_number_not_in_the_table_is_caught(built):
     finding = collect(built / "tables").judged[0]
     table = (built / "tables" / finding.source).read_text()
-    assert "0.1291" in finding.text
-    assert untraceable(finding.text.replace("0.1291", "0.1292", 1), table) == ["0.1292"]
-    assert untraceable(finding.text.replace("ours -2 ±", "ours -2.5 ±"), table) == ["-2.5"]
+    assert "1.5845" in finding.text
+    assert untraceable(finding.text.replace("1.5845", "1.5846", 1), table) == ["1.5846"]
+    assert untraceable(finding.text.replace("ours -2 [", "ours -2.5 ["), table) == ["-2.5"]
 
 
 def test_the_report_opens_with_the_known_verdicts(built):
@@ -88,7 +88,7 @@ def test_the_report_opens_with_the_known_verdicts(built):
     text = (built / "report" / "report.md").read_text()
     summary = text[text.index("## What this profile reproduces"):text.index("### Hand Table 1")]
     assert "| Table 1 · Train PPL · S | mixed | 2 agree, 1 differs | [table](#hand-t1) |" in summary
-    assert "| Table 1 · Train PPL · XS | inconclusive | 1 inconclusive (1 |d| ≤ 2·se) |" in summary.replace("\\|", "|")
+    assert "| Table 1 · Train PPL · XS | inconclusive | 1 inconclusive (1 within the noise) |" in summary
     assert "| Table 1 · Train PPL · M | inconclusive | 1 inconclusive (1 n=1) |" in summary
     assert "| proxy: mixed | 2 same order, 1 opposite order |" in summary
     assert "6 comparisons: 1 mixed, 2 inconclusive, 3 proxies (neither agreement nor disagreement)" in summary

@@ -63,15 +63,15 @@ def test_each_pair_gets_its_known_verdict(case):
     assert order.proxy is None
     assert outcomes(order) == {("base_s", "pm_s"): ("differs", ""), ("base_s", "concept_s"): ("agrees", ""),
                                ("pm_s", "concept_s"): ("agrees", ""),
-                               ("base_xs", "concept_xs"): ("inconclusive", "|d| ≤ 2·se"),
+                               ("base_xs", "concept_xs"): ("inconclusive", "p=0.77; could see |d| ≥ 1.72"),
                                ("base_m", "concept_m"): ("inconclusive", "n=1")}
-    assert order.verdict == "agrees 2 / differs 1 / inconclusive 2"
+    assert order.verdict == "agrees 2 / differs 1 / inconclusive 2 / not exercised 0"
     assert [order.summary(group) for group in order.groups] == [
-        "agrees 2 / differs 1 / inconclusive 0", "agrees 0 / differs 0 / inconclusive 1",
-        "agrees 0 / differs 0 / inconclusive 1"]
+        "agrees 2 / differs 1 / inconclusive 0 / not exercised 0", "agrees 0 / differs 0 / inconclusive 1 / not exercised 0",
+        "agrees 0 / differs 0 / inconclusive 1 / not exercised 0"]
     # the hand-made runs record no corpus and no profile: analogues, their order still judged
     assert view.cells["pm_s", "ppl"].verdict == "analogue; order agrees vs ConceptLM; differs vs Base"
-    assert view.cells["concept_xs", "ppl"].verdict == "analogue; order inconclusive vs Base (|d| ≤ 2·se)"
+    assert view.cells["concept_xs", "ppl"].verdict == "analogue; order inconclusive vs Base (p=0.77; could see |d| ≥ 1.72)"
     assert view.cells["concept_m", "ppl"].verdict == "analogue; order inconclusive vs Base (n=1)"
 
 
@@ -83,7 +83,7 @@ def test_a_proxy_column_is_labelled_everywhere_and_counted_apart(case):
     for row in CASE:
         assert view.cells[row, "avg"].verdict.startswith("not reproduced; proxy: order "), row
     entry = index["tables"][0]
-    assert entry["ordering"] == {"agrees": 2, "differs": 1, "inconclusive": 2, "proxy": 5, "tied": 0}
+    assert entry["ordering"] == {"agrees": 2, "differs": 1, "inconclusive": 2, "not exercised": 0, "proxy": 5, "tied": 0}
     assert index["verdicts"]["pairs_agrees"] == 2 and index["verdicts"]["pairs_proxy"] == 5
     text = (out / "hand" / "t1.md").read_text()
     assert "Avg PPL (paper) against Train PPL (ours, a proxy): proxy: agrees" in text
@@ -101,7 +101,8 @@ def test_the_pairs_view_shows_difference_and_standard_error(case):
     assert (record["n_a"], record["n_b"], record["verdict"]) == (3, 3, "differs")
     single = next(r for r in table["order_pairs"] if (r["column"], r["a"]) == ("ppl", "base_m"))
     assert (single["se"], single["single"], single["verdict"]) == ("", ["Base"], "inconclusive (n=1)")
-    assert "| Train PPL | S | Base − PM | 30.0 vs 29.0 | 1.0 | 20 vs 22 | -2 ± 0.1291 | 3, 3 | differs (analogue) |" in (
+    assert ("| Train PPL | S | Base − PM | 30.0 vs 29.0 | 1.0 | 20 vs 22 | -2 [-2.4155, -1.5845] | Welch (0.002) | 3, 3 "
+            "| differs (analogue) |") in (
         out / "hand" / "t1.md").read_text()
 
 
@@ -121,6 +122,6 @@ def test_conceptlm_train_ppl_cells_are_compared_directly(tmp_path):
                        ("gpt2_355m_pm", "gpt2_355m_conceptlm"): (17.67, 16.81),
                        ("pythia_70m_contextlm", "pythia_70m_conceptlm"): (14.96, 15.00),
                        ("pythia_410m_contextlm", "pythia_410m_conceptlm"): (8.67, 8.70)}
-    assert order.verdict == "agrees 2 / differs 3 / inconclusive 0"
+    assert order.verdict == "agrees 2 / differs 3 / inconclusive 0 / not exercised 0"
     assert view.orders["avg_ppl"].proxy == "train_ppl" and view.orders["avg_ppl"].verdict.startswith("proxy: ")
     assert view.cells["gpt2_355m_pm", "train_ppl"].verdict == "analogue; order differs vs Base, ConceptLM"
