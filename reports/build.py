@@ -26,6 +26,7 @@ from .document import Block, Bullets, Figure, Heading, Paragraph, Table, to_html
 from .figures import analogue, eval_sweep, load_figure_specs, metric_curve, scatter
 from .iso_ppl import iso_ppl
 from .scaling_law import law_fit
+from .claims import claim_blocks, forest, load_claims
 from .summary import anchor, load_tables, paper_summary
 
 TITLE = "Reproduction report: ConceptLM, NCM, DLCM"
@@ -40,6 +41,13 @@ READING = [
     "audit finds inconsistent with the paper's own cells (recomputed value in brackets). Every cell, with Δ and "
     "checks, is in the tables folder (<paper>/<table>.md, .csv, .tex).",
 ]
+
+
+CLAIMS_RULE = ("Claims: each written claim of a paper whose cells we run is judged on our runs: reproduced (every part "
+               "significant at 95 % with the paper's sign, Holm across the claim's parts), contradicted (a part "
+               "significant with the opposite sign), inconclusive (with the smallest difference the design could see), "
+               "mechanism not exercised (an arm's concept mechanism failed its check), or not run here; a value at "
+               "reduced scale is shown, not judged.")
 
 
 class _Figures:
@@ -198,14 +206,21 @@ def _heading(index: dict, paper: str) -> str:
     return f"{info['title']} (arXiv {info['arxiv']})" if info else "Our runs (our own tables, no reported numbers)"
 
 
-def _summary_blocks(index: dict, built: dict[str, list[dict]]) -> list[Block]:
-    """The first screen: the reading rule, then each paper's verdicts (``summary.py``)."""
+def _summary_blocks(index: dict, built: dict[str, list[dict]], tables: Path, figures: _Figures) -> list[Block]:
+    """The first screen: the reading rule, then per paper its claims judged on our runs (``claims.py``),
+    the forest plot of their tested parts, then the row orderings of its tables (``summary.py``)."""
     papers = [paper for paper in index["papers"] if paper in index["paper_info"]]
     if not papers:
         return []
-    blocks: list[Block] = [Heading(2, "What this profile reproduces"), Bullets(READING)]
+    blocks: list[Block] = [Heading(2, "What this profile reproduces"), Bullets(READING + [CLAIMS_RULE])]
     for paper in papers:
-        blocks += [Heading(3, _heading(index, paper)), *paper_summary(built[paper])]
+        records = load_claims(tables, paper)
+        image, caption = forest(paper, records)
+        blocks += [Heading(3, _heading(index, paper)), *claim_blocks(records)]
+        if image is not None:
+            blocks.append(figures.block(f"forest_{paper}", image, caption))
+        blocks += [Paragraph("Row orderings of the paper's tables (detail: the papers do not claim each pair):"),
+                   *paper_summary(built[paper])]
     if len(papers) < len(index["papers"]):
         blocks.append(Paragraph("Our own tables of the embedded runs (no reported numbers) come next, then one "
                                 "section per paper."))
@@ -225,7 +240,7 @@ def build_report(runs: Path, tables: Path, out: Path) -> list[Block]:
     else:
         index = json.loads(index_path.read_text())
     built = {paper: load_tables(tables, index, paper) for paper in index["papers"]}
-    blocks += _summary_blocks(index, built)
+    blocks += _summary_blocks(index, built, tables, figures)
     audit = tables / "audit.json"
     context = _Inputs(runs, json.loads(audit.read_text()) if audit.exists() else None, load_results(runs),
                       read_curves(runs), load_figure_specs(),

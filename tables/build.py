@@ -11,12 +11,14 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .checks import Check, Finding, HandFinding, chain, evaluate, load_claims, table_checks
+from .checks import Check, Finding, HandFinding, _resolver, chain, evaluate, load_claims, table_checks
+from .claims import ClaimJudge, ClaimVerdict, claim_id
 from .expressions import Ref
+from .mechanisms import Mechanism, load_mechanisms, unexercised
 from .ordering import OUTCOMES, PROXY, ColumnOrder, compare_order
 from .reported import REPORTED, Paper, ReportedCell, load_reported
-from .results import SYNTHETIC, Metric, Reproduced, load_results, profile_facts
-from .specs import NO_CORPUS, SPECS, TableSpec, load_specs
+from .results import SYNTHETIC, Metric, Reproduced, listed_runs, load_results, profile_facts
+from .specs import NO_CORPUS, SPECS, ResultRef, TableSpec, load_specs
 
 
 @dataclass
@@ -29,6 +31,8 @@ class CellView:
     mapped: bool
     verdict: str = ""
     analogue: str = ""   # why ours is not the paper's quantity on the paper's data (empty: it is)
+    flag: str = ""       # why ours lies outside the column's meaningful range (empty: it does not)
+    absent: str = "not reproduced"  # a mapped cell without a value: why (``_absent``)
 
     @property
     def delta(self) -> float | None:
@@ -57,6 +61,8 @@ class Build:
     findings: list[Finding]
     hand: list[HandFinding] = field(default_factory=list)
     profile: dict = field(default_factory=dict)   # the profile's scale and main corpus (tables/results.py::profile_facts)
+    mechanisms: dict[str, Mechanism] = field(default_factory=dict)  # experiment -> its judged mechanism checks
+    claims: list[ClaimVerdict] = field(default_factory=list)  # the papers' claims judged on our runs
 
     def paper_order(self) -> list[str]:
         """Our own tables (no reported numbers) first, then the papers in their declared order."""
@@ -66,8 +72,10 @@ class Build:
 class _Reproducer:
     """Reproduced value of any cell: a result metric, or the paper's formula applied per seed."""
 
-    def __init__(self, specs: dict[str, TableSpec], results: dict[Metric, Reproduced], checks: list[Check]):
-        self.specs, self.results = specs, results
+    def __init__(self, specs: dict[str, TableSpec], results: dict[Metric, Reproduced], checks: list[Check],
+                 current: dict[str, list[str] | None] | None = None):
+        self.specs, self.results, self.current = specs, results, current or {}
+        self.measured = {(experiment, eval_name) for experiment, eval_name, _ in results}
         self.formulas: dict[Ref, list[Check]] = {}
         for check in checks:
             self.formulas.setdefault(check.target, []).append(check)
@@ -79,6 +87,25 @@ class _Reproducer:
             self.memo[ref] = (False, None)  # guards against formula cycles
             self.memo[ref] = self._compute(ref)
         return self.memo[ref]
+
+    def absent(self, ref: Ref) -> str:
+        """Why a mapped cell has no value: this profile does not run it, runs it without measuring it (a metric
+        that does not apply to the row), or ran it and its results are missing."""
+        run = [(experiment, result.eval) for result in self.result_refs(ref) for experiment in result.experiments
+               if experiment in self.current and (self.current[experiment] is None or result.eval in self.current[experiment])]
+        if not run:
+            return "not run in this profile"
+        if any(pair in self.measured for pair in run):
+            return "not measured by this profile's runs"
+        return "not reproduced: results missing (re-run snakemake)"
+
+    def result_refs(self, ref: Ref, depth: int = 3) -> list[ResultRef]:
+        """The result references that fill a cell: its own, or those of the inputs of its formulas."""
+        direct = self.specs[ref[0]].result_ref(ref[1], ref[2])
+        if direct or depth == 0:
+            return [direct] if direct else []
+        return [found for check in self.formulas.get(ref, []) for input_ref in check.formula.refs
+                for found in self.result_refs(input_ref, depth - 1)]
 
     def _compute(self, ref: Ref) -> tuple[bool, Reproduced | None]:
         result_ref = self.specs[ref[0]].result_ref(ref[1], ref[2])
@@ -116,6 +143,48 @@ def _common_orders(per_seed: dict[int, float], inputs: list[Reproduced]) -> dict
     return out
 
 
+def _distances(spec: TableSpec, pairs: dict, target: float | str) -> dict:
+    """A "closer to" column (the paper's own direction: entropy closer to the data's, a realised ratio closer
+    to R) as distances |value - target|, paper and ours alike; the target row itself leaves the pairs.
+    The target is a number, or the row of that label in the row's group (its per-seed values: ours per seed)."""
+    out = {}
+    for row_id, (printed, ours) in pairs.items():
+        row = spec.row_by_id[row_id]
+        if isinstance(target, str):
+            if row.label == target:
+                continue
+            match = next((r.id for r in spec.rows if r.group == row.group and r.label == target and r.id in pairs), None)
+            if match is None:
+                continue
+            paper_target, ours_target = pairs[match][0], pairs[match][1]
+            per_seed = {seed: abs(value - ours_target.per_seed.get(seed, ours_target.mean))
+                        for seed, value in ours.per_seed.items()}
+        else:
+            paper_target = float(target)
+            per_seed = {seed: abs(value - paper_target) for seed, value in ours.per_seed.items()}
+        out[row_id] = (abs(printed - paper_target), dataclasses.replace(ours, per_seed=per_seed))
+    return out
+
+
+def out_of_range(spec: TableSpec, row: str, column: str, ours: Reproduced | None, results: dict) -> str:
+    """Why ``ours`` means nothing in this column (a Gen. PPL above a uniform draw's, an accuracy at chance);
+    empty when it lies in the column's range or the column declares none."""
+    bounds = spec.column_by_id[column].range
+    if not bounds or ours is None:
+        return ""
+    label, value = spec.column_by_id[column].label, ours.mean
+    if "min" in bounds and value <= bounds["min"]:
+        return f"{label} {value:.4g} at or below {bounds['min']:g}: {bounds['why']}"
+    top = bounds.get("max")
+    if isinstance(top, str):  # a metric of the cell's own evaluation (the judge's vocabulary)
+        ref = spec.result_ref(row, column)
+        found = [results[key] for e in (ref.experiments if ref else ()) if (key := (e, ref.eval, top)) in results]
+        top = max(found[0].per_seed.values()) if found else None
+    if top is not None and value > top:
+        return f"{label} {value:.4g} above {top:.4g}: {bounds['why']}"
+    return ""
+
+
 def analogue_reason(paper_corpus: str | None, ours: Reproduced, scale: str) -> str:
     """Why a reproduced value is an analogue of the paper's (empty when it is the paper's quantity on the
     paper's data at the paper's scale): another training corpus, reduced scale, evaluation data that is not
@@ -146,34 +215,43 @@ def order_text(order: ColumnOrder, row: str, spec: TableSpec) -> str:
     return PROXY + text if order.proxy else text
 
 
-def _cell_verdict(view: CellView, order: ColumnOrder | None, row: str, spec: TableSpec) -> str:
+def _cell_verdict(view: CellView, order: ColumnOrder | None, row: str, column: str, spec: TableSpec) -> str:
     judged = order is not None and order.verdict != "insufficient" and row in order.rows
     if view.reproduced is None:
-        missing = "not reproduced" if view.mapped else ""
+        missing = view.absent if view.mapped else ""
         if judged and order.proxy:  # the paper's column judged through another column of ours
             return "; ".join(filter(None, [missing, order_text(order, row, spec)]))
         return missing
+    if spec.column_by_id[column].fixed:
+        return "fixed by the design (shown, not judged)"
+    flag = [f"flagged: {view.flag}"] if view.flag else []
     if not view.analogue:
-        return order_text(order, row, spec) if judged else "reproduced"
-    return f"analogue; {order_text(order, row, spec)}" if judged else "analogue"  # why: the cell's ``analogue``
+        return "; ".join(flag + [order_text(order, row, spec) if judged else "reproduced"])
+    return "; ".join(["analogue", *flag] + ([order_text(order, row, spec)] if judged else []))  # why: ``analogue``
 
 
-def _column_order(spec: TableSpec, cells: dict, reported_column: str, reproduced_column: str) -> ColumnOrder:
+def _column_order(spec: TableSpec, cells: dict, reported_column: str, reproduced_column: str,
+                  mechanisms: dict[str, Mechanism]) -> ColumnOrder:
     """Ordering of the rows' printed values in one column against their reproduced values in another
     (the same column, or the column's ``order_proxy``), pair by pair within each row group (a size of
     Table 1; the whole table when rows have no group)."""
-    pairs = {}
+    pairs, idle = {}, {}
     for row in spec.rows:
         printed, ours = cells[row.id, reported_column].reported, cells[row.id, reproduced_column].reproduced
         if ours is not None and printed is not None and printed.printed is not None:
             pairs[row.id] = (printed.printed.value, ours)
+            if why := cells[row.id, reproduced_column].flag or unexercised(mechanisms, ours.experiments):
+                idle[row.id] = why
+    target = spec.column_by_id[reported_column].closer_to
+    if target is not None:
+        pairs = _distances(spec, pairs, target)
     proxy = None if reproduced_column == reported_column else reproduced_column
     groups = {row.id: row.group for row in spec.rows} if any(row.group for row in spec.rows) else None
-    return compare_order(reported_column, pairs, proxy, groups)
+    return compare_order(reported_column, pairs, proxy, groups, idle)
 
 
 def _table_view(spec: TableSpec, paper: Paper | None, findings: dict[Ref, list[Finding]], reproducer: _Reproducer,
-                scale: str, synthetic: bool) -> TableView:
+                scale: str, synthetic: bool, mechanisms: dict[str, Mechanism]) -> TableView:
     cells: dict[tuple[str, str], CellView] = {}
     for row in spec.rows:
         for column in spec.columns:
@@ -182,13 +260,16 @@ def _table_view(spec: TableSpec, paper: Paper | None, findings: dict[Ref, list[F
             analogue = (analogue_reason(spec.paper_corpus(row.id, column.id), reproduced, scale)
                         if reproduced and paper else "")  # our own tables have no paper quantity to stand in for
             cells[row.id, column.id] = CellView(paper.cells.get(ref) if paper else None, findings.get(ref, []),
-                                                reproduced, mapped, analogue=analogue)
-    orders = {column.id: _column_order(spec, cells, column.id, column.id) for column in spec.columns}
+                                                reproduced, mapped, analogue=analogue,
+                                                flag=out_of_range(spec, row.id, column.id, reproduced, reproducer.results),
+                                                absent=reproducer.absent(ref) if mapped and not reproduced else "")
+    orders = {column.id: _column_order(spec, cells, column.id, column.id, mechanisms) for column in spec.columns
+              if not column.fixed}
     for column in spec.columns:  # the paper's column against one of ours, where ours has no value of its own
-        if column.order_proxy and orders[column.id].verdict == "insufficient":
-            orders[column.id] = _column_order(spec, cells, column.id, column.order_proxy)
+        if column.order_proxy and column.id in orders and orders[column.id].verdict == "insufficient":
+            orders[column.id] = _column_order(spec, cells, column.id, column.order_proxy, mechanisms)
     for (row, column), view in cells.items():
-        view.verdict = _cell_verdict(view, orders.get(column), row, spec)
+        view.verdict = _cell_verdict(view, orders.get(column), row, column, spec)
     caption = " ".join(filter(None, [spec.caption_synthetic if synthetic else "", spec.caption]))
     return TableView(spec, cells, orders, caption)
 
@@ -206,7 +287,12 @@ def build(results_root: Path, specs_root: Path = SPECS, reported_root: Path = RE
     papers = load_reported(specs, reported_root)
     results = load_results(results_root)
     facts = profile_facts(results_root)
-    outcome = Build(specs, papers, [], [], profile=facts)
+    mechanisms = load_mechanisms(results_root, results, facts.get("noise_floor"))
+    current: dict[str, list[str] | None] = {}
+    for run, evals in listed_runs(results_root).items():
+        known = current.get(run.parent.name, [])
+        current[run.parent.name] = None if evals is None or known is None else sorted({*known, *evals})
+    outcome = Build(specs, papers, [], [], profile=facts, mechanisms=mechanisms)
     for paper_id in outcome.paper_order():
         paper_specs, paper = specs[paper_id], papers.get(paper_id)
         structural = table_checks(paper_specs, paper)
@@ -221,10 +307,14 @@ def build(results_root: Path, specs_root: Path = SPECS, reported_root: Path = RE
         by_target: dict[Ref, list[Finding]] = {}
         for finding in findings:
             by_target.setdefault(finding.check.target, []).append(finding)
-        reproducer = _Reproducer(paper_specs, results, structural)
+        reproducer = _Reproducer(paper_specs, results, structural, current)
         synthetic = facts["corpus"] in (None, SYNTHETIC)  # a hand-made folder without an index: as the default
         outcome.tables += [_table_view(_for_corpus(spec, synthetic), paper, by_target, reproducer, facts["scale"],
-                                       synthetic) for spec in paper_specs.values()]
+                                       synthetic, mechanisms) for spec in paper_specs.values()]
         outcome.findings += findings
         outcome.hand += hand
+        if paper:
+            judge = ClaimJudge(paper_specs, paper, reproducer.get, reproducer.result_refs,
+                               _resolver(paper_specs, "", "", "", "cell"), mechanisms, facts["scale"])
+            outcome.claims += [verdict for check in claims if (verdict := judge.judge(check, claim_id(check)))]
     return outcome

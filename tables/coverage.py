@@ -31,6 +31,7 @@ class Coverage:
     current: dict[str, list[str] | None] = field(default_factory=dict)
     unavailable: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (experiment, eval) -> tasks
     # without a local copy (a result's ``details.unavailable_tasks``)
+    measured: frozenset[tuple[str, str]] = frozenset()  # (experiment, eval) with a result file of this profile
 
     def where(self, refs: list[ResultRef]) -> str:
         """"small.yaml, paper-conceptlm-gpt2.yaml" (the profiles that run one of ``refs``), or why none is named."""
@@ -41,11 +42,17 @@ class Coverage:
                                if (task := ref.key.split("/", 1)[0]) in self.unavailable.get((experiment, ref.eval), ())})
             if uncopied:
                 return f"no local copy of {', '.join(uncopied)} in the profile's local_tasks"
+            if any((experiment, ref.eval) in self.measured for ref in refs for experiment in ref.experiments):
+                others = self._others(refs)
+                return ("this profile's runs do not measure it" + (f" ({others} do)" if others else "")
+                        + ": the metric does not apply to the row, or the profile measures fewer rows")
             return "this profile runs it but its results are missing: re-run snakemake"
         if not self.profiles:
             return "profiles not indexed"
-        names = [Path(profile).name for profile, runs in self.profiles.items() if _runs(runs, refs)]
-        return ", ".join(names) or "no profile runs it yet"
+        return self._others(refs) or "no profile runs it yet"
+
+    def _others(self, refs: list[ResultRef]) -> str:
+        return ", ".join(Path(profile).name for profile, runs in self.profiles.items() if _runs(runs, refs))
 
 
 def load_coverage(path: Path | None, results: Path) -> Coverage:
@@ -55,8 +62,9 @@ def load_coverage(path: Path | None, results: Path) -> Coverage:
         known = current.get(run.parent.name) or []
         current[run.parent.name] = None if evals is None else sorted({*known, *evals})
     unavailable = _unavailable(results)
+    measured = frozenset((path.parts[-4], path.stem) for path in result_files(results))
     if path is None:
-        return Coverage(current=current, unavailable=unavailable)
+        return Coverage(current=current, unavailable=unavailable, measured=measured)
     try:
         data = json.loads(path.read_text())
         profiles = {str(name): {str(exp): list(evals) for exp, evals in runs.items()}
@@ -66,7 +74,7 @@ def load_coverage(path: Path | None, results: Path) -> Coverage:
                         f"{path} config/*.yaml` or leave out --coverage") from None
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
         raise DataError(path, None, "profiles", f"unreadable profile index ({error}); delete it and re-run") from None
-    return Coverage(profiles, current, unavailable)
+    return Coverage(profiles, current, unavailable, measured)
 
 
 def _unavailable(results: Path) -> dict[tuple[str, str], set[str]]:

@@ -12,6 +12,7 @@ from common.io import atomic_write_json, json_text
 
 from .audit import audit_json, audit_markdown, summary
 from .build import Build, TableView
+from .claims import NOT_RUN, VERDICTS, claim_record
 from .coverage import Coverage
 from .io import write_atomic
 from .layout import layout
@@ -52,6 +53,23 @@ def _pair_counts(view: TableView) -> dict[str, int]:
     return dict(counts)
 
 
+def _claims(build: Build, coverage: Coverage) -> dict[str, list[dict]]:
+    """paper -> its claims judged on our runs, as data; what is not run here names the profiles that run it."""
+    out: dict[str, list[dict]] = {paper: [] for paper in build.papers}
+    for claim in build.claims:
+        where = coverage.where(list(claim.not_run_refs)) if claim.not_run_refs else "no experiment is mapped to it"
+        out[claim.paper].append(claim_record(claim, where))
+    return out
+
+
+def _claim_counts(records: list[dict]) -> dict[str, int]:
+    """Claims per verdict; those judged through a proxy column counted apart ("proxy")."""
+    counts = Counter({verdict: 0 for verdict in (*VERDICTS, "proxy")})
+    for record in records:
+        counts["proxy" if record["proxies"] and record["verdict"] != NOT_RUN else record["verdict"]] += 1
+    return dict(counts)
+
+
 def write_tables(build: Build, out: Path, coverage: Coverage = Coverage()) -> dict:
     """Render and write everything; return the index. ``coverage`` names the profiles that fill what
     this one does not reproduce."""
@@ -63,6 +81,9 @@ def write_tables(build: Build, out: Path, coverage: Coverage = Coverage()) -> di
                   (".json", json_text({**table_json(view), "layout": shown.json()}))]
         files = [write_atomic(stem.with_suffix(suffix), text) for suffix, text in writes]
         entries.append({**_table_entry(view, [str(path.relative_to(out)) for path in files]), "status": shown.status})
+    claims = _claims(build, coverage)
+    for paper, records in claims.items():
+        atomic_write_json(out / paper / "claims.json", {"paper": paper, "rule": RULE, "claims": records})
     write_atomic(out / "audit.md", audit_markdown(build))
     atomic_write_json(out / "audit.json", audit_json(build))
     verdicts = Counter()
@@ -74,6 +95,9 @@ def write_tables(build: Build, out: Path, coverage: Coverage = Coverage()) -> di
         "paper_info": {paper.paper: {"title": paper.title, "arxiv": paper.arxiv, "url": paper.url}
                        for paper in build.papers.values()},
         "reported_cells": {paper.paper: len(paper.cells) for paper in build.papers.values()},
-        "flagged": summary(build), "verdicts": dict(verdicts), "order_rule": RULE, "alpha": ALPHA}
+        "flagged": summary(build), "verdicts": dict(verdicts), "order_rule": RULE, "alpha": ALPHA,
+        "claims": {paper: _claim_counts(records) for paper, records in claims.items()},
+        "mechanisms": {experiment: {"exercised": mechanism.exercised, "reason": mechanism.reason}
+                       for experiment, mechanism in build.mechanisms.items()}}
     atomic_write_json(out / "index.json", index)
     return index

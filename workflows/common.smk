@@ -147,7 +147,8 @@ def runs_index_json():
     from tables.results import corpus_label
 
     profile = {"name": PROFILE["profile"], "scale": PROFILE.get("scale", "reduced"),
-               "corpus": corpus_label(PROFILE["corpus"])}
+               "corpus": corpus_label(PROFILE["corpus"]), **({"noise_floor": PROFILE["noise_floor"]}
+                                                              if "noise_floor" in PROFILE else {})}
     return json.dumps({"runs": index, "profile": profile}, sort_keys=True)
 
 

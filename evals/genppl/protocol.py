@@ -457,7 +457,9 @@ def gen_ppl(samples: Samples, judges: list[Judge], protocol: Protocol) -> dict:
 
     Metrics: ``genppl/ppl`` (the arithmetic mean over judges of their Gen PPL, NCM appendix E.1 averages
     several judges; equal to the judge's when one), ``genppl/{ppl,nll,tokens}/<judge key>``,
-    ``samples/entropy`` (mean unigram entropy, nats), ``samples/n``, ``samples/model_tokens``."""
+    ``samples/entropy`` (mean unigram entropy, nats), ``samples/n``, ``samples/model_tokens``, and
+    ``genppl/ceiling``: the largest judge vocabulary, the Gen PPL of tokens drawn uniformly from it (a Gen PPL
+    above it means nothing about the samples but that the sampler was not trained)."""
     if not judges:
         raise GenPPLError("no judge given; pass --judge NAME_OR_FOLDER at least once")
     keys = [j.key for j in judges]
@@ -476,5 +478,8 @@ def gen_ppl(samples: Samples, judges: list[Judge], protocol: Protocol) -> dict:
         details["judges"][judge.key]["truncated_samples"] = r["truncated_samples"]
         ppls.append(r["ppl"])
     metrics["genppl/ppl"] = math.fsum(ppls) / len(ppls)
+    vocabs = [judge.info.get("vocab") for judge in judges]
+    if all(isinstance(v, int) and v > 0 for v in vocabs):  # a uniform draw over the judges' vocabulary scores this
+        metrics["genppl/ceiling"] = float(max(vocabs))
     details["mean_over_judges"] = "arithmetic mean of the judges' Gen PPL (NCM App. E.1 does not say which mean)"
     return {"metrics": metrics, "details": details}

@@ -81,7 +81,7 @@ def test_no_results_means_nothing_is_reproduced(real, tmp_path):
     empty = build(tmp_path / "missing")
     cells = [cell for view in empty.tables for cell in view.cells.values()]
     assert not any(cell.reproduced for cell in cells)
-    assert {cell.verdict for cell in cells if cell.mapped} == {"not reproduced"}
+    assert {cell.verdict for cell in cells if cell.mapped} == {"not run in this profile"}
 
 
 def test_reproduced_cells_are_merged_and_ordered(real):

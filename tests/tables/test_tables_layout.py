@@ -88,4 +88,5 @@ def test_a_task_without_a_local_copy_is_said_so(tmp_path):
     coverage = load_coverage(None, tmp_path / "runs")
     assert coverage.where([ResultRef(("base_s",), "lm_ppl", "lambada_standard/ppl")]) == \
         "no local copy of lambada_standard in the profile's local_tasks"
-    assert coverage.where([ResultRef(("base_s",), "lm_ppl", "wikitext/ppl")]).startswith("this profile runs it")
+    assert coverage.where([ResultRef(("base_s",), "lm_ppl", "wikitext/ppl")]).startswith("this profile's runs do not measure it")
+    assert coverage.where([ResultRef(("base_s",), "ppl", "test/ppl")]).startswith("this profile runs it but its results are missing")

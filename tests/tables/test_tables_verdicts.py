@@ -81,7 +81,7 @@ def test_a_proxy_column_is_labelled_everywhere_and_counted_apart(case):
     assert order.proxy == "ppl" and order.verdict.startswith("proxy: ")
     assert all(pair.verdict.startswith("proxy: ") for pair in order.pairs)
     for row in CASE:
-        assert view.cells[row, "avg"].verdict.startswith("not reproduced; proxy: order "), row
+        assert view.cells[row, "avg"].verdict.startswith("not measured by this profile's runs; proxy: order "), row
     entry = index["tables"][0]
     assert entry["ordering"] == {"agrees": 2, "differs": 1, "inconclusive": 2, "not exercised": 0, "proxy": 5, "tied": 0}
     assert index["verdicts"]["pairs_agrees"] == 2 and index["verdicts"]["pairs_proxy"] == 5

@@ -1,0 +1,321 @@
+"""The papers' written claims judged on our runs, one by one.
+
+Each claim of ``reported/<paper>/claims.yaml`` carries a formula over the paper's cells.  The formula
+says what the claim asserts, and the same formula is evaluated on our reproduced cells:
+
+- an **ordering** claim is a comparison (``a < b``; ``a >= max(b, c)`` reads as a >= b and a >= c;
+  parts joined by ``and``), or a printed difference (``a - b`` printed 0.7: a above b).  Each part's
+  difference is tested by the rule of ``tables/stats.py`` (paired on matched seeds and data order, Welch
+  otherwise) and the parts of one claim form one Holm-Bonferroni family;
+- a cell we do not have whose column names an ``order_proxy`` (the paper's Avg PPL) is read through
+  that column of ours (our test PPL on the training distribution); the verdict then says "proxy" and
+  names the substitution;
+- a **value** claim is any other printed number (a ratio, a relative gain): our value gets a 95 %
+  interval; at the paper's scale it is reproduced when the printed value lies inside the interval and
+  contradicted otherwise; at reduced scale a value is shown and not judged (another scale is another
+  quantity).
+
+A claim is *reproduced* when every part run here is significant with the paper's sign, *contradicted*
+when a part is significant with the opposite sign, *mechanism not exercised* when a part involves an
+arm whose concept mechanism failed its check (``tables/mechanisms.py``), *inconclusive* otherwise (with
+the smallest difference the design could see beside the paper's effect), and *not run here* when no
+run of this profile fills its cells.  Claims that cite no cell (the paper's own arithmetic on
+constants) are not claims about runs and are left out.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from scipy import stats
+
+from .checks import Check, cell_label
+from .expressions import Expression, Ref
+from .mechanisms import Mechanism, unexercised
+from .ordering import Estimate, from_seeds, test_pair
+from .reported import Paper
+from .specs import ResultRef, TableSpec
+from .stats import ALPHA, Test, holm
+
+REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_EXERCISED, NOT_RUN, NOT_JUDGED = (
+    "reproduced", "contradicted", "inconclusive", "mechanism not exercised", "not run here", "value shown, not judged")
+VERDICTS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_EXERCISED, NOT_RUN, NOT_JUDGED)
+_SIGNS = {ast.Gt: 1, ast.GtE: 1, ast.Lt: -1, ast.LtE: -1}
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: its expression, the paper's value and ours."""
+
+    text: str
+    paper: float | None
+    ours: Estimate | None
+    missing: tuple[Ref, ...]          # cells no run of this profile fills
+    experiments: tuple[str, ...] = ()
+    proxies: tuple[str, ...] = ()     # "Avg PPL through Train dist. PPL": cells read from the column's order_proxy
+
+
+@dataclass(frozen=True)
+class Part:
+    """left - right, claimed positive (sign +1) or negative (sign -1)."""
+
+    left: Side
+    right: Side
+    sign: int
+    test: Test | None = None
+    p_adjusted: float | None = None
+    family: int = 1
+    idle: str = ""                   # why a side's mechanism was not exercised
+
+    @property
+    def paper_effect(self) -> float | None:
+        if self.left.paper is None or self.right.paper is None:
+            return None
+        return self.left.paper - self.right.paper
+
+    @property
+    def d(self) -> float | None:
+        return self.left.ours.mean - self.right.ours.mean if self.left.ours and self.right.ours else None
+
+    @property
+    def missing(self) -> tuple[Ref, ...]:
+        return self.left.missing + self.right.missing
+
+    @property
+    def mde(self) -> float | None:
+        return self.test.mde(self.family) if self.test else None
+
+    @property
+    def outcome(self) -> str:
+        if self.missing:
+            return NOT_RUN
+        if self.idle:
+            return NOT_EXERCISED
+        if self.test is None or self.p_adjusted is None or self.p_adjusted >= ALPHA:
+            return INCONCLUSIVE
+        return REPRODUCED if self.d * self.sign > 0 else CONTRADICTED
+
+    @property
+    def reason(self) -> str:
+        outcome = self.outcome
+        if outcome == NOT_EXERCISED:
+            return self.idle
+        if outcome != INCONCLUSIVE:
+            return ""
+        if self.test is None:
+            return "n=1"
+        effect = "" if self.paper_effect is None else f" (the paper's {self.paper_effect:.3g})"
+        return f"p={self.p_adjusted:.2g}; could see |d| ≥ {self.mde:.3g}{effect}"
+
+
+@dataclass(frozen=True)
+class ClaimVerdict:
+    """One claim of a paper with our verdict."""
+
+    paper: str
+    id: str
+    where: str
+    text: str
+    kind: str                               # ordering | value
+    parts: tuple[Part, ...] = ()
+    value: Side | None = None               # a value claim: the formula on the paper's cells and on ours
+    printed: float | None = None
+    scale: str = "reduced"
+    idle: str = ""                          # a value claim: why an arm's mechanism was not exercised
+    not_run_refs: tuple[ResultRef, ...] = field(default=(), compare=False)  # what would fill the missing cells
+
+    @property
+    def verdict(self) -> str:
+        if self.kind == "value":
+            return self._value_verdict()
+        outcomes = [part.outcome for part in self.parts]
+        run = [outcome for outcome in outcomes if outcome != NOT_RUN]
+        if not run:
+            return NOT_RUN
+        for verdict in (CONTRADICTED, NOT_EXERCISED):
+            if verdict in run:
+                return verdict
+        return REPRODUCED if all(outcome == REPRODUCED for outcome in run) else INCONCLUSIVE
+
+    def _value_verdict(self) -> str:
+        if self.value is None or self.value.missing or self.value.ours is None:
+            return NOT_RUN
+        if self.idle:
+            return NOT_EXERCISED
+        if self.scale != "paper":
+            return NOT_JUDGED
+        low, high = self.interval or (None, None)
+        if low is None:
+            return INCONCLUSIVE
+        return REPRODUCED if low <= self.printed <= high else CONTRADICTED
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """A value claim's 95 % interval of our mean over seeds (None with one seed)."""
+        ours = self.value.ours if self.value else None
+        if ours is None or ours.n < 2 or ours.std is None:
+            return None
+        half = float(stats.t.ppf(1 - ALPHA / 2, ours.n - 1)) * ours.std / ours.n ** 0.5
+        return ours.mean - half, ours.mean + half
+
+    @property
+    def proxies(self) -> list[str]:
+        """The paper's columns read through another column of ours (a proxy): the verdict is about the proxy."""
+        sides = [self.value] if self.value else [side for part in self.parts for side in (part.left, part.right)]
+        return list(dict.fromkeys(p for side in sides for p in side.proxies))
+
+    @property
+    def partial(self) -> str:
+        """"2 of 4 parts run here" when some parts are not run; empty otherwise."""
+        run = sum(part.outcome != NOT_RUN for part in self.parts)
+        return f"{run} of {len(self.parts)} parts run here" if self.parts and 0 < run < len(self.parts) else ""
+
+    @property
+    def reason(self) -> str:
+        """Why the verdict: the parts that decide it, or what a value claim compares."""
+        verdict = self.verdict
+        if self.kind == "value":
+            if verdict == NOT_JUDGED:
+                return f"the paper's {self.printed:g} against ours {self.value.ours.mean:.4g} at reduced scale"
+            return self.idle if verdict == NOT_EXERCISED else ""
+        chosen = [part.reason for part in self.parts if part.outcome == verdict and part.reason]
+        return "; ".join(dict.fromkeys(chosen))
+
+
+def _split(node: ast.AST, printed: float | None) -> list[tuple[ast.AST, ast.AST, int]] | None:
+    """The (left, right, sign) parts of an ordering formula; None for a value claim."""
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        parts = [_split(value, None) for value in node.values]
+        return None if any(part is None for part in parts) else [p for part in parts for p in part]
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _SIGNS:
+        left, right, sign = node.left, node.comparators[0], _SIGNS[type(node.ops[0])]
+        if _is_call(right, "max" if sign > 0 else "min"):  # a >= max(b, c): a >= b and a >= c
+            return [(left, arg, sign) for arg in right.args]
+        if _is_call(left, "min" if sign > 0 else "max"):   # min(a, b) > c: a > c and b > c
+            return [(arg, right, sign) for arg in left.args]
+        return [(left, right, sign)]
+    if printed is not None and printed != 0 and isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub):
+        return [(node.left, node.right, 1 if printed > 0 else -1)]
+    return None
+
+
+def _is_call(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Call) and getattr(node.func, "id", "") == name and len(node.args) > 1
+
+
+class ClaimJudge:
+    """Judges the claims of one paper: ``reproduce(ref)`` gives (mapped, Reproduced | None) of a cell;
+    ``refs_of(ref)`` the result references that would fill it."""
+
+    def __init__(self, specs: dict[str, TableSpec], paper: Paper, reproduce, refs_of, resolver,
+                 mechanisms: dict[str, Mechanism], scale: str):
+        self.specs, self.paper, self.reproduce, self.refs_of = specs, paper, reproduce, refs_of
+        self.resolver, self.mechanisms, self.scale = resolver, mechanisms, scale
+        self.numbers = {ref: printed.value for ref, printed in paper.numbers().items()}
+
+    def side(self, node: ast.AST) -> Side:
+        expression = Expression(ast.unparse(node), self.resolver)
+        refs = expression.refs
+        paper = float(expression.evaluate(self.numbers)) if refs and all(r in self.numbers for r in refs) else None
+        found, proxies = {}, []
+        for ref in refs:
+            found[ref] = self.reproduce(ref)[1]
+            proxy = self.specs[ref[0]].column_by_id[ref[2]].order_proxy
+            if found[ref] is None and proxy and (stand_in := self.reproduce((ref[0], ref[1], proxy))[1]) is not None:
+                found[ref] = stand_in
+                columns = self.specs[ref[0]].column_by_id
+                proxies.append(f"{columns[ref[2]].label} through {columns[proxy].label}")
+        missing = tuple(ref for ref, reproduced in found.items() if reproduced is None)
+        if missing or not refs:
+            return Side(self.words(node), paper, None, missing)
+        seeds = sorted(set.intersection(*(set(r.per_seed) for r in found.values())))
+        if not seeds:
+            return Side(self.words(node), paper, None, tuple(refs))
+        per_seed = {seed: float(expression.evaluate({ref: r.per_seed[seed] for ref, r in found.items()})) for seed in seeds}
+        orders = {}
+        for seed in seeds:
+            signatures = {r.orders.get(seed, "") for r in found.values()}
+            if len(signatures) == 1 and "" not in signatures:
+                orders[seed] = signatures.pop()
+        experiments = tuple(dict.fromkeys(e for r in found.values() for e in r.experiments))
+        return Side(self.words(node), paper, from_seeds(per_seed, orders), (), experiments,
+                    tuple(dict.fromkeys(proxies)))
+
+    def judge(self, check: Check, claim_id: str) -> ClaimVerdict | None:
+        if not check.formula.refs:
+            return None  # the paper's arithmetic on constants: not a claim about runs
+        printed = check.printed.value if check.printed else None
+        tree = ast.parse(check.formula.text, mode="eval").body
+        split = _split(tree, printed)
+        common = dict(paper=self.paper.paper, id=claim_id, where=check.where, text=check.text, scale=self.scale)
+        if split is None:
+            value = self.side(tree)
+            return ClaimVerdict(kind="value", value=value, printed=printed, idle=unexercised(self.mechanisms, value.experiments),
+                                not_run_refs=self._refs(value.missing), **common)
+        drafts = []
+        for left_node, right_node, sign in split:
+            left, right = self.side(left_node), self.side(right_node)
+            idle = unexercised(self.mechanisms, left.experiments + right.experiments)
+            test = test_pair(left.ours, right.ours) if left.ours and right.ours and not idle else None
+            drafts.append((left, right, sign, test, idle))
+        tested = [k for k, draft in enumerate(drafts) if draft[3] is not None]
+        adjusted = dict(zip(tested, holm([drafts[k][3].p for k in tested])))
+        parts = tuple(Part(left, right, sign, test, adjusted.get(k), max(1, len(tested)), idle)
+                      for k, (left, right, sign, test, idle) in enumerate(drafts))
+        missing = tuple(ref for part in parts for ref in part.missing)
+        return ClaimVerdict(kind="ordering", parts=parts, printed=printed, not_run_refs=self._refs(missing), **common)
+
+    def _refs(self, missing: tuple[Ref, ...]) -> tuple[ResultRef, ...]:
+        return tuple(dict.fromkeys(result for ref in missing for result in self.refs_of(ref)))
+
+    def words(self, node: ast.AST) -> str:
+        """The expression with every cell named as the tables name it ("Table 1 · Base (GPT-2 355M) · Avg PPL")."""
+        resolver, specs = self.resolver, self.specs
+
+        class Named(ast.NodeTransformer):
+            def visit_Call(self, call):
+                if getattr(call.func, "id", "") == "cell":
+                    return ast.Name(id=cell_label(specs, resolver(call)))
+                return self.generic_visit(call)
+
+        return ast.unparse(Named().visit(ast.parse(ast.unparse(node), mode="eval").body))
+
+
+def claim_id(check: Check) -> str:
+    """The claim's id, the last part of its origin ("tables/reported/x/claims.yaml: <id>")."""
+    return check.origin.rsplit(": ", 1)[-1]
+
+
+def _number(value: float | None) -> float | None:
+    return None if value is None else float(f"{value:.6g}")
+
+
+def part_record(part: Part) -> dict:
+    """A part as data: what the paper says (its effect), ours with a 95 % interval, the test."""
+    low, high = part.test.interval() if part.test else (None, None)
+    return {"left": part.left.text, "right": part.right.text, "claimed": "above" if part.sign > 0 else "below",
+            "paper_effect": _number(part.paper_effect), "d": _number(part.d), "ci_low": _number(low),
+            "ci_high": _number(high), "test": part.test.kind if part.test else "",
+            "p_adjusted": _number(part.p_adjusted), "mde": _number(part.mde), "family": part.family,
+            "n": [side.ours.n if side.ours else 0 for side in (part.left, part.right)],
+            "outcome": part.outcome, "reason": part.reason}
+
+
+def claim_record(claim: ClaimVerdict, where_run: str = "") -> dict:
+    """A claim as data (the report's first screen and ``<paper>/claims.json``); ``where_run`` names the
+    profiles that run what this one does not."""
+    verdict = claim.verdict
+    record = {"paper": claim.paper, "id": claim.id, "where": claim.where, "text": claim.text, "kind": claim.kind,
+              "verdict": verdict, "shown": ("proxy: " if claim.proxies and verdict != NOT_RUN else "") + verdict,
+              "reason": claim.reason, "partial": claim.partial, "proxies": claim.proxies,
+              "not_run": where_run if verdict == NOT_RUN or claim.partial else "",
+              "parts": [part_record(part) for part in claim.parts]}
+    if claim.kind == "value":
+        interval = claim.interval
+        record["value"] = {"formula": claim.value.text if claim.value else "", "printed": claim.printed,
+                           "paper": _number(claim.value.paper) if claim.value else None,
+                           "ours": _number(claim.value.ours.mean) if claim.value and claim.value.ours else None,
+                           "n": claim.value.ours.n if claim.value and claim.value.ours else 0,
+                           "ci_low": _number(interval[0]) if interval else None,
+                           "ci_high": _number(interval[1]) if interval else None}
+    return record
