@@ -1,6 +1,7 @@
 """``python -m reports build --results results/runs --tables results/tables --out results/report``;
 ``python -m reports findings --tables results/tables [--readme README.md]``;
-``python -m reports timings --results results`` (job seconds from the DAG's benchmark files)."""
+``python -m reports timings --results results`` (job seconds from the DAG's benchmark files);
+``python -m reports compare RUN_A RUN_B`` (two results folders' runs/: which cells and verdicts changed)."""
 from __future__ import annotations
 
 import argparse
@@ -29,7 +30,13 @@ def main(argv: list[str] | None = None) -> int:
     command = commands.add_parser("timings", help="print the slowest jobs of a DAG run (logs/*.bench.tsv)")
     command.add_argument("--results", type=Path, default=Path("results"))
     command.add_argument("--top", type=int, default=25)
+    command = commands.add_parser("compare", help="which cells and verdicts differ between two results folders")
+    command.add_argument("first", type=Path, help="a results folder's runs/ (results/runs)")
+    command.add_argument("second", type=Path)
+    command.add_argument("--tolerance", type=float, default=0.0, help="relative difference below which cells are equal")
     args = parser.parse_args(argv)
+    if args.command == "compare":
+        return _compare(args.first, args.second, args.tolerance)
     if args.command == "timings":
         print(timings_table(job_seconds(args.results), args.top), end="")
         return 0
@@ -42,6 +49,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"wrote {args.out / 'report.md'}, {args.out / 'report.html'} "
           f"and {sum(isinstance(block, Figure) for block in blocks)} figures")
+    return 0
+
+
+def _compare(first: Path, second: Path, tolerance: float) -> int:
+    from .compare import compare_folders
+
+    for folder in (first, second):
+        if not folder.is_dir():
+            print(f"error: {folder}: no such results folder; give two runs/ folders (results/runs)", file=sys.stderr)
+            return 2
+    try:
+        print(compare_folders(first, second, tolerance), end="")
+    except DataError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -6,27 +6,28 @@ its verdict and a link to its evidence (``summary.py``). Then, per paper: each t
 layout with printed and reproduced values side by side (what this profile leaves out collapsed into
 lines naming the profile that fills it), the pairs of rows that decide a verdict, the audit of the
 paper's arithmetic, and the figures, grouped per table: the compared arms' training curves on shared
-axes, the reproduced-against-reported scatter, and the paper's figure analogues.
+axes, and the paper's figure analogues; the claims' forest plot per paper on the first screen.
 """
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from tables.io import write_atomic
 from tables.reported import ReportedCell, load_reported
-from tables.results import Metric, Reproduced, load_results
+from tables.results import Metric, Reproduced, load_results, profile_facts, result_files
 from tables.specs import load_specs
 
 from .codebook import codebook_usage
 from .curves import Curve, plot_arms, read_curves
-from .document import Block, Bullets, Figure, Heading, Paragraph, Table, to_html, to_markdown
-from .figures import analogue, eval_sweep, load_figure_specs, metric_curve, scatter
+from .claims import claim_blocks, forest, load_claims
+from .document import Block, Bullets, Figure, Heading, Paragraph, Table, to_html, to_markdown, with_contents
+from .figures import analogue, eval_sweep, load_figure_specs, metric_curve
 from .iso_ppl import iso_ppl
 from .scaling_law import law_fit
-from .claims import claim_blocks, forest, load_claims
 from .summary import anchor, load_tables, paper_summary
 
 TITLE = "Reproduction report: ConceptLM, NCM, DLCM"
@@ -135,7 +136,8 @@ def _curves_of(arms: list[dict], curves: dict[str, list[Curve]]) -> dict[str, st
 def _figure_blocks(table: dict, curves: dict[str, list[Curve]], drawn: dict[tuple, str],
                    figures: _Figures) -> list[Block]:
     """A table's figures: one curve figure per row group (the arms it compares; an arm set drawn for an
-    earlier table is referred to, not drawn again), and the reproduced-against-reported scatter."""
+    earlier table is referred to, not drawn again). Reproduced against printed values are compared by the
+    claims' forest plot on the first screen, in the paper's own units of effect, not by absolute scatters."""
     blocks: list[Block] = []
     groups: dict[str, list[dict]] = {}
     for arm in table["layout"]["arms"]:
@@ -152,8 +154,6 @@ def _figure_blocks(table: dict, curves: dict[str, list[Curve]], drawn: dict[tupl
         drawn[key] = title
         name = f"curves_{table['paper']}_{table['table']}_{len(drawn)}"
         blocks.append(figures.block(name, *plot_arms(title, [(label, curves[run]) for run, label in found.items()])))
-    if any(record["decimals"] != "" and record["reproduced_mean"] != "" for record in table["records"]):
-        blocks.append(figures.block(f"scatter_{table['paper']}_{table['table']}", *scatter(table)))
     return blocks
 
 
@@ -227,11 +227,32 @@ def _summary_blocks(index: dict, built: dict[str, list[dict]], tables: Path, fig
     return blocks
 
 
+def origin(runs: Path) -> str:
+    """Which profile, commit(s) and host(s) produced the numbers: read from the results' provenance."""
+    facts = profile_facts(runs)
+    commits, hosts, dirty = Counter(), Counter(), 0
+    for path in result_files(runs):
+        try:
+            provenance = json.loads(path.read_text()).get("provenance") or {}
+        except (json.JSONDecodeError, AttributeError):
+            continue
+        commits[str(provenance.get("git_commit", "unknown"))[:10]] += 1
+        hosts[str(provenance.get("host") or "unknown host")] += 1
+        dirty += bool(provenance.get("git_dirty"))
+    if not commits:
+        return f"Profile {facts.get('name', 'unknown')} ({facts['scale']} scale): no results yet."
+    said = lambda counter: ", ".join(f"{key} ({count})" for key, count in counter.most_common())  # noqa: E731
+    return (f"Profile {facts.get('name', 'unknown')} ({facts['scale']} scale); {sum(commits.values())} results from "
+            f"commit {said(commits)}" + (f", {dirty} with uncommitted changes" if dirty else "")
+            + f"; host {said(hosts)}.")
+
+
 def build_report(runs: Path, tables: Path, out: Path) -> list[Block]:
     """Write report.md, report.html and figures/*.png; return the blocks."""
     figures = _Figures(out)
     blocks: list[Block] = [Heading(1, TITLE), Paragraph(
-        f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from {runs} and {tables}.")]
+        f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from {runs} and {tables}."),
+        Paragraph(origin(runs))]
     index_path = tables / "index.json"
     if not index_path.exists():
         blocks.append(Paragraph(f"The tables were not built: {index_path} is missing. Run "
@@ -248,6 +269,7 @@ def build_report(runs: Path, tables: Path, out: Path) -> list[Block]:
     for paper in index["papers"]:
         blocks += _paper_blocks(paper, _heading(index, paper), built[paper], context, figures)
     blocks += _unlisted_blocks(context, figures)
+    blocks = with_contents(blocks, 3)
     write_atomic(out / "report.md", to_markdown(blocks))
     write_atomic(out / "report.html", to_html(blocks, TITLE))
     return blocks

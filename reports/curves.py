@@ -95,10 +95,10 @@ def plot_arms(title: str, arms: list[tuple[str, list[Curve]]]) -> tuple[bytes | 
                                     label=f"{label} {key.removeprefix('loss/')}" if seed == 0 else None)
     keys = sorted({_main_key(curve).removeprefix("loss/") for _, curves in drawn for curve in curves})
     main.set(xlabel="tokens", ylabel=f"{' / '.join(keys)}: train line, valid dots")
-    main.legend(fontsize=6)
+    main.legend(fontsize=9)
     if aux:
         axes[0][1].set(xlabel="tokens", ylabel="auxiliary loss", yscale="log")
-        axes[0][1].legend(fontsize=6)
+        axes[0][1].legend(fontsize=9)
     figure.suptitle(fill(title, 90), fontsize=10)
     skipped = sum(curve.skipped for _, curves in drawn for curve in curves)
     seeds = ", ".join(f"{label} {len(curves)}" for label, curves in drawn)

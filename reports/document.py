@@ -50,7 +50,35 @@ class Figure:
     caption: str
 
 
-Block = Heading | Paragraph | Bullets | Table | Figure
+@dataclass(frozen=True)
+class Contents:
+    """A table of contents: (level, text, anchor) of the headings it lists."""
+
+    entries: list[tuple[int, str, str]]
+
+
+Block = Heading | Paragraph | Bullets | Table | Figure | Contents
+
+
+def slug(text: str, taken: set[str]) -> str:
+    """An anchor for a heading: lower-case words joined by '-', made unique against ``taken``."""
+    base = "-".join("".join(c if c.isalnum() else " " for c in text.lower()).split())[:60] or "section"
+    anchor, k = base, 2
+    while anchor in taken:
+        anchor, k = f"{base}-{k}", k + 1
+    taken.add(anchor)
+    return anchor
+
+
+def with_contents(blocks: list[Block], at: int, depth: int = 3) -> list[Block]:
+    """``blocks`` with every heading of level 2..depth anchored and a Contents block listing them at ``at``."""
+    taken = {block.anchor for block in blocks if isinstance(block, Heading) and block.anchor}
+    out = [Heading(block.level, block.text, slug(block.text, taken))
+           if isinstance(block, Heading) and 2 <= block.level <= depth and not block.anchor else block
+           for block in blocks]
+    entries = [(block.level, block.text, block.anchor) for block in out
+               if isinstance(block, Heading) and 2 <= block.level <= depth]
+    return out[:at] + [Contents(entries)] + out[at:]
 
 STYLE = """
 body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222;line-height:1.45}
@@ -59,6 +87,7 @@ th,td{border:1px solid #ccc;padding:.2rem .45rem;text-align:left;vertical-align:
 th{background:#f2f2f2} tr:nth-child(even) td{background:#fafafa}
 figure{margin:1rem 0} figure img{max-width:100%} figcaption{font-size:.85rem;color:#555}
 h1,h2,h3,h4{margin-top:1.8rem}
+nav ul{list-style:none;padding-left:0} nav li.toc3{padding-left:1.2rem;font-size:.9rem}
 """
 
 
@@ -85,6 +114,9 @@ def to_markdown(blocks: list[Block]) -> str:
         elif isinstance(block, Table):
             lines += ["| " + " | ".join(map(_md_cell, block.header)) + " |", "|" + "---|" * len(block.header)]
             lines += ["| " + " | ".join(map(_md_cell, row)) + " |" for row in block.rows] + [""]
+        elif isinstance(block, Contents):
+            lines += ["**Contents**", ""] + [f"{'  ' * (level - 2)}- [{text}](#{anchor})" for level, text, anchor in block.entries]
+            lines += [""]
         else:
             lines += [f"![{block.caption}]({block.path})", "", f"*{block.caption}*", ""]
     return "\n".join(lines)
@@ -106,6 +138,10 @@ def to_html(blocks: list[Block], title: str) -> str:
             body = "".join("<tr>" + "".join(f"<td>{_html_cell(cell)}</td>" for cell in row) + "</tr>"
                            for row in block.rows)
             parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        elif isinstance(block, Contents):
+            items = "".join(f"<li class=\"toc{level}\"><a href=\"#{html.escape(anchor)}\">{html.escape(text)}</a></li>"
+                            for level, text, anchor in block.entries)
+            parts.append(f"<nav id=\"contents\"><strong>Contents</strong><ul>{items}</ul></nav>")
         else:
             data = base64.b64encode(block.png).decode()
             parts.append(f"<figure><img alt=\"{html.escape(block.caption)}\" src=\"data:image/png;base64,{data}\">"

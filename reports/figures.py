@@ -1,4 +1,4 @@
-"""Figures built from whatever results exist: reproduced-vs-reported scatter per table and figure analogues.
+"""Figures built from whatever results exist: the paper's figure analogues.
 
 ``figures.yaml`` entries of the default kind (``analogue``) and of kinds
 ``eval_sweep`` (one experiment under several evaluations, y against x of the same
@@ -13,36 +13,15 @@ figure and a sentence naming what is missing.
 from __future__ import annotations
 
 from pathlib import Path
+from textwrap import fill
 
-from tables.numbers import format_float, parse_printed
+from tables.numbers import format_float
 from tables.results import Metric, Reproduced
 from tables.validation import DataError, load_yaml, schema
 
 from .plotting import png, pyplot
 
 FIGURES = Path(__file__).resolve().parent / "figures.yaml"
-
-
-def scatter(table: dict) -> tuple[bytes | None, str]:
-    """Reproduced mean (± std) against the printed value, one colour per column."""
-    points = [record for record in table["records"]
-              if record["decimals"] != "" and record["reproduced_mean"] != ""]
-    if not points:
-        return None, f"{table['title']}: no cell has both a printed and a reproduced value yet."
-    figure, axes = pyplot().subplots(figsize=(5.6, 4.0))
-    for index, column in enumerate(dict.fromkeys(record["column_label"] for record in points)):
-        chosen = [record for record in points if record["column_label"] == column]
-        axes.errorbar([parse_printed(str(record["reported"])).value for record in chosen],
-                      [record["reproduced_mean"] for record in chosen],
-                      yerr=[record["reproduced_std"] or 0.0 for record in chosen],
-                      fmt="o", color=f"C{index % 10}", label=column, capsize=3)
-        for record in chosen:
-            axes.annotate(record["row_label"], (parse_printed(str(record["reported"])).value, record["reproduced_mean"]),
-                          fontsize=6, xytext=(3, 3), textcoords="offset points")
-    axes.set(xlabel="reported (paper)", ylabel="reproduced (mean ± std over seeds)", title=table["title"][:70])
-    axes.legend(fontsize=7)
-    return png(figure), (f"{table['title']}: reproduced against reported, {len(points)} cell(s). "
-                         "The reproduction runs at a smaller scale; read the order of the points, not the diagonal.")
 
 
 def load_figure_specs(path: Path = FIGURES) -> list[dict]:
@@ -93,14 +72,14 @@ def _finish(figure, axes, spec: dict, plotted: int, gaps: str) -> bool:
     if not plotted:
         pyplot().close(figure)
         return False
-    axes.set(xlabel=spec["x"]["label"], ylabel=spec["y"]["label"], title=spec["title"][:70])
+    axes.set(xlabel=spec["x"]["label"], ylabel=spec["y"]["label"], title=fill(spec["title"], 60))
     from matplotlib.ticker import NullFormatter
 
     for log, axis in (("log_x", axes.xaxis), ("log_y", axes.yaxis)):
         if spec.get(log):
             axes.set_xscale("log") if axis is axes.xaxis else axes.set_yscale("log")
             axis.set_minor_formatter(NullFormatter())  # minor labels of a short log range overlap
-    axes.legend(fontsize=7)
+    axes.legend(fontsize=9)
     return True
 
 
@@ -135,7 +114,7 @@ def eval_sweep(spec: dict, results: dict[Metric, Reproduced]) -> tuple[bytes | N
                       capsize=3)
         for x, y, value in zip(xs, ys, notes):
             if value is not None:
-                axes.annotate(f"{note['label']} {format_float(value.mean, 2)}", (x, y), fontsize=6,
+                axes.annotate(f"{note['label']} {format_float(value.mean, 2)}", (x, y), fontsize=8,
                               xytext=(3, 3), textcoords="offset points")
         plotted += len(points)
     gaps = _missing(missing)

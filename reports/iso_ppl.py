@@ -101,7 +101,7 @@ def _draw(axes, panel: dict, points: list[tuple[str, list[Point]]], reading: Iso
     axes.set(xlabel=panel["x"]["label"], ylabel=panel["y"]["label"], xscale="log")
     axes.set_title(f"({letter}) iso-PPL ratio {format_float(reading.ratio, 2) or '—'}", fontsize=8)
     if axes.get_legend_handles_labels()[0]:
-        axes.legend(fontsize=7)
+        axes.legend(fontsize=9)
 
 
 def iso_ppl(spec: dict, results: dict[Metric, Reproduced], curves: dict[str, list[Curve]],

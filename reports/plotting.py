@@ -15,7 +15,13 @@ def pyplot():
     """``matplotlib.pyplot`` on the Agg backend (imported late so the backend is set first)."""
     import matplotlib.pyplot as plt
 
+    plt.rcParams.update(LEGIBLE)
     return plt
+
+
+LEGIBLE = {"font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 9, "xtick.labelsize": 9,
+           "ytick.labelsize": 9}
+"""Every figure readable at its displayed size (80 dpi PNGs shown at their width): text of 9 pt and more."""
 
 
 PALETTE = 128  # colours of a figure's PNG: line plots need few, and the report stays small (issue 15: < 1 MB)

@@ -5,6 +5,7 @@ and held-out points and names the constants the grid cannot determine."""
 from __future__ import annotations
 
 from pathlib import Path
+from textwrap import fill
 
 from tables.numbers import format_float
 
@@ -39,7 +40,7 @@ def law_fit(spec: dict, runs: Path) -> tuple[bytes | None, str]:
     low = min(min(p["loss"], p["predicted"]) for p in points)
     high = max(max(p["loss"], p["predicted"]) for p in points)
     axes.plot([low, high], [low, high], color="0.5", linewidth=0.8)
-    axes.set(xlabel="observed validation loss (nats / token)", ylabel="Eq. 22 prediction", title=spec["title"][:70])
+    axes.set(xlabel="observed validation loss (nats / token)", ylabel="Eq. 22 prediction", title=fill(spec["title"], 60))
     axes.legend(fontsize=7)
     m, unsure = result.get("metrics", {}), result["details"].get("ill_determined", [])
     held = m.get("law/r2_heldout")

@@ -170,9 +170,9 @@ def load_results(root: Path) -> dict[Metric, Reproduced]:
             raise DataError(path, error.lineno, "(json)", error.msg) from None
         validate(result, schema(str(RESULT_SCHEMA)), path)
         expected = {"experiment": experiment, "seed": int(match[1]), "eval": path.stem}
-        for field, value in expected.items():
-            if result[field] != value:
-                raise DataError(path, None, field, f"{result[field]!r} differs from the path ({value!r})")
+        for name, value in expected.items():
+            if result[name] != value:
+                raise DataError(path, None, name, f"{result[name]!r} differs from the path ({value!r})")
         corpus = corpus_label((result.get("config") or {}).get("corpus") or {"source": None})
         order = data_order(result.get("config") or {})
         for key, value in result["metrics"].items():
