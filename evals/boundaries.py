@@ -20,6 +20,13 @@ Metrics (``test/`` over every scored position, ``<type>/`` over the tokens of on
   window starts count, as in training); ``true_tokens_per_concept``: the world's own ratio;
 * ``precision_tol{k}``, ``recall_tol{k}``, ``f1_tol{k}`` for k = 0 and 1: predicted against true
   boundaries, matched one to one within k tokens (greedy in order, per window);
+* two reference levels of ``test/f1_tol{k}``, chance and a rule with no parameters:
+  ``test/f1_tol{k}_shifted``, the same predictions moved by a fixed offset within each window (rolled by
+  half a window, seq_len // 2, over its scored positions: the same count per window, so the F1 of
+  boundaries placed at the model's rate but unrelated to the text), and ``test/f1_tol{k}_wordstart``, a
+  boundary at every token that starts a word (it holds a non-space character and its text begins with
+  whitespace, follows a token ending in whitespace, or opens a document: ``word_starts``) and at each
+  window's position 0 (not scored, as the model's);
 * ``params/non_embedding`` (N of the scaling law, Eq. 22: without embeddings and LM head) and
   ``params/concept_share`` (P: the concept blocks' and concept norm's share of N), ``model/target_ratio`` (R);
 * ``train/ratio_<i>``, ``train/tokens_<i>`` (i = 1..n): the compression realised by training's sampled
@@ -66,6 +73,7 @@ class Truth:
     types: list[str]
     has_concepts: bool
     anchors_inside_token: int
+    word_starts: np.ndarray | None = None  # the token starts a word: its text begins with whitespace, or a document
 
 
 def _first_non_space(text: str, start: int, end: int) -> int | None:
@@ -108,7 +116,23 @@ def true_boundaries(corpus_dir: Path, tokenizer_path: Path, tokens: np.ndarray, 
                 opens[pos:pos + k] = [s in anchors for s in starts[:k]]
                 inside += len(anchors - set(starts))
             pos += len(enc.ids) + 1  # the end-of-text token after the document
-    return Truth(opens, scored, doc_type, [str(t) for t in types], has_concepts, inside)
+    return Truth(opens, scored, doc_type, [str(t) for t in types], has_concepts, inside,
+                 word_starts(tok, tokens[:n], scored) if has_concepts else None)
+
+
+def word_starts(tok, tokens: np.ndarray, scored: np.ndarray) -> np.ndarray:
+    """Per position: the token starts a word, i.e. holds a non-space character and its text begins with
+    whitespace, the previous token's text ends with whitespace (a space the tokenizer kept apart), or it is
+    a document's first token (a scored position after an unscored one, the end-of-text token). Its first
+    non-space character is then a word's first, the convention of the truth."""
+    ids = np.asarray(tokens, dtype=np.int64)
+    vocab = np.unique(ids)
+    texts = [tok.decode([int(i)], skip_special_tokens=False) for i in vocab]
+    lead, word, trail = (np.array(flags)[np.searchsorted(vocab, ids)] for flags in zip(
+        *((t[:1].isspace(), bool(t.strip()), t[-1:].isspace()) for t in texts)))
+    before = np.concatenate([[False], trail[:-1]])
+    opens_doc = scored & ~np.concatenate([[False], scored[:-1]])
+    return word & (lead | before | opens_doc)
 
 
 def match(pred: np.ndarray, true: np.ndarray, tol: int) -> int:
@@ -139,6 +163,36 @@ def predicted_boundaries(model: DLCM, windows: torch.Tensor, batch_size: int) ->
                            for i in range(0, len(windows), batch_size)])
 
 
+def shifted(pred: np.ndarray, mask: np.ndarray, offset: int) -> np.ndarray:
+    """``pred`` (N, T) moved within each window: its values at the window's scored positions (``mask``) rolled
+    by ``offset`` of those positions (modulo their number), so each window keeps its count of predictions."""
+    out = np.zeros_like(pred)
+    for row, (p, m) in enumerate(zip(pred, mask)):
+        where = np.flatnonzero(m)
+        if len(where):
+            out[row, where] = np.roll(p[where], offset % len(where))
+    return out
+
+
+def f1_scores(pred: np.ndarray, true: np.ndarray, suffix: str) -> dict[str, float | None]:
+    """``test/f1_tol{k}<suffix>`` of predicted against true boundaries (both (N, T), scored positions only)."""
+    out = {}
+    for tol in TOLERANCES:
+        hits = sum(match(np.flatnonzero(p), np.flatnonzero(t), tol) for p, t in zip(pred, true))
+        out[f"test/f1_tol{tol}{suffix}"] = prf(hits, int(pred.sum()), int(true.sum()))["f1"]
+    return out
+
+
+def reference_scores(b: np.ndarray, truth: Truth, scored: np.ndarray, opens: np.ndarray) -> dict[str, float | None]:
+    """The two reference levels of the module docstring: shifted predictions and word starts."""
+    true = opens & scored
+    out = f1_scores(shifted(b & scored, scored, b.shape[1] // 2), true, "_shifted")
+    if truth.word_starts is not None:
+        rule = truth.word_starts[:b.size].reshape(b.shape)  # position 0, a boundary too, is not scored
+        out.update(f1_scores(rule & scored, true, "_wordstart"))
+    return out
+
+
 def boundary_scores(b: np.ndarray, truth: Truth, seq_len: int) -> dict[str, float | None]:
     """Ratios and precision / recall / F1 (module docstring) of boundaries ``b`` (N, T) of the first N
     windows of the stream."""
@@ -160,6 +214,8 @@ def boundary_scores(b: np.ndarray, truth: Truth, seq_len: int) -> dict[str, floa
             hits = sum(match(np.flatnonzero(p), np.flatnonzero(t), tol) for p, t in zip(pred, true))
             for key, value in prf(hits, int(pred.sum()), int(true.sum())).items():
                 metrics[f"{name}/{key}_tol{tol}"] = value
+    if truth.has_concepts:
+        metrics.update(reference_scores(b, truth, scored, opens))
     return metrics
 
 

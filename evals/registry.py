@@ -57,6 +57,8 @@ EVALUATIONS = (
                "twelve real tasks", suite="dlcm_zeroshot", likelihood=True),
     Evaluation("codebook", "evaluate_tokens", "codebook", "product-VQ usage of ConceptLM runs"),
     Evaluation("recon", "evaluate_tokens", "recon", "NCM tokenizer reconstruction from the first k scales", data="any"),
+    Evaluation("mechanisms", "evaluate_tokens", "mechanisms", "mechanism checks of concept models: NLL when the "
+               "concepts are zeroed, averaged, swapped between windows or hidden (evals/mechanisms.py)"),
     Evaluation("boundaries", "evaluate_boundaries", "boundaries", "DLCM's realised compression and boundary F1"),
     Evaluation("genppl", "evaluate_genppl", "genppl, genppl_s<N>, genppl_k<j>, genppl_data", "Gen. PPL of samples",
                variants=r"(?:_s(?P<steps>[1-9][0-9]*)|_k(?P<scales>[0-9]+)|_(?P<data>data))?"),

@@ -174,6 +174,10 @@ class ConceptLM(TokenLM):
     ALERTS = {"vq_collapse": "codebook collapse: a segment's usage perplexity fell under max(2, 5% of N) codes "
                              "(App. E.3); see metric/vq_ppl_s* in the training log"}
 
+    # Mechanism checks (``evals.mechanisms``, §2.3): a callable (c, c_hat) -> the predictions the decoder
+    # fuses in place of c_hat (same shape); None, the default, leaves ``forward`` as it is.
+    intervention = None
+
     def __init__(self, cfg):
         super().__init__(cfg)  # embedding, token layers (encoder + decoder), final norm, LM head
         d, S, N = cfg.d_model, cfg.segments, cfg.codebook_size
@@ -251,7 +255,8 @@ class ConceptLM(TokenLM):
         x = self.encode(idx)
         codes = self.quantizer.codes() if self.quantizer is not None else None
         c, c_hat = self.concepts(x, codes)
-        x = self.fuse(x, shift_broadcast(c_hat, cfg.chunk_size, idx.shape[1]))
+        fused = c_hat if self.intervention is None else self.intervention(c, c_hat)
+        x = self.fuse(x, shift_broadcast(fused, cfg.chunk_size, idx.shape[1]))
         for block in self.blocks[cfg.insert_layer:]:
             x = block(x)
         h = self.ln_f(x)

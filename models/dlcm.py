@@ -403,6 +403,11 @@ class DLCM(TokenLM):
     """Encoder (``blocks[:n_encoder]``), router, concept backbone, cross-attention decoder
     (``cross_blocks`` + ``blocks[n_encoder:]``), final norm and head (``TokenLM``'s embedding and head)."""
 
+    # Mechanism checks (``evals.mechanisms``; the decoder's cross-attention, Eq. 16-17): a callable (z, seg,
+    # gate) -> what every cross block reads in their place (the concept rows, the segment ids that pick the
+    # visible rows, the factor on the cross-attention output); None, the default, leaves ``run`` as it is.
+    intervention = None
+
     def __init__(self, cfg):
         super().__init__(cfg)  # embeddings, the n_layer token blocks (encoder + decoder), ln_f, lm_head
         dc, heads = cfg.concept_width, cfg.concept_n_head
@@ -497,15 +502,16 @@ class DLCM(TokenLM):
         m = idx.shape[1] if not self.training else int(seg[:, -1].max()) + 1
         z = self.concepts(h, p_lm, b, seg, m)
         gate = ((chosen - chosen.detach()) + 1)[..., None].to(h.dtype) if self.training else None  # STE: exactly 1
+        read = (z, seg, gate) if self.intervention is None else self.intervention(z, seg, gate)
         x = h
         decoder = list(self.blocks[self.n_encoder:])
         if cfg.cross_layers == "first":
-            x = self.cross_blocks[0](x, z, seg, gate)
+            x = self.cross_blocks[0](x, *read)
             for block in decoder:
                 x = block(x)
         else:
             for i, cross in enumerate(self.cross_blocks):
-                x = cross(x, z, seg, gate)
+                x = cross(x, *read)
                 if i < len(decoder):
                     x = decoder[i](x)
         return {"h": self.ln_f(x), "p": p, "b": b, "seg": seg}

@@ -13,54 +13,15 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from tables.numbers import format_float
+from tables.claims import HEADER, NOT_RUN, claim_rows
 
 from .document import Block, Paragraph, Table
 from .plotting import png, pyplot
-
-HEADER = ["Claim", "Where", "Paper's effect", "Ours [95 % CI]", "Verdict", "Why"]
-NOT_RUN = "not run here"
 
 
 def load_claims(tables: Path, paper: str) -> list[dict]:
     path = tables / paper / "claims.json"
     return json.loads(path.read_text())["claims"] if path.exists() else []
-
-
-def _ours(record: dict) -> str:
-    if record["kind"] == "value":
-        value = record["value"]
-        if value["ours"] is None:
-            return "—"
-        interval = (f" [{format_float(value['ci_low'])}, {format_float(value['ci_high'])}]"
-                    if value["ci_low"] is not None else f" (n={value['n']})")
-        return format_float(value["ours"]) + interval
-    shown = []
-    for part in record["parts"]:
-        if part["d"] is None:
-            continue
-        interval = (f" [{format_float(part['ci_low'])}, {format_float(part['ci_high'])}]" if part["test"]
-                    else f" (n={min(part['n'])})")
-        shown.append(format_float(part["d"]) + interval)
-    return "; ".join(shown) or "—"
-
-
-def _paper(record: dict) -> str:
-    if record["kind"] == "value":
-        return format_float(record["value"]["printed"]) if record["value"]["printed"] is not None else "—"
-    effects = [format_float(part["paper_effect"]) for part in record["parts"] if part["d"] is not None]
-    return "; ".join(effects) or "—"
-
-
-def _why(record: dict) -> str:
-    notes = [record["reason"], record["partial"]]
-    notes += [f"proxy: {text}" for text in record["proxies"]]
-    return "; ".join(note for note in notes if note)
-
-
-def claim_rows(records: list[dict]) -> list[list[str]]:
-    return [[record["text"], record["where"], _paper(record), _ours(record), record["shown"], _why(record)]
-            for record in records if record["verdict"] != NOT_RUN]
 
 
 def tally(records: list[dict]) -> str:

@@ -49,6 +49,7 @@ class Findings:
     lead: str
     judged: list[Finding] = field(default_factory=list)
     proxies: list[Finding] = field(default_factory=list)
+    claims: list[str] = field(default_factory=list)  # per paper, its claims judged on our runs (first)
 
 
 def _pair_text(record: dict) -> str:
@@ -91,6 +92,32 @@ def _lead(index: dict) -> str:
             f"judged. Rule: {index.get('order_rule', '')}")
 
 
+def claims_text(tables: Path, index: dict) -> list[str]:
+    """Per paper: its claims about runs by verdict, each judged one as a bullet (every number as
+    ``<paper>/claims.md`` shows it), and how many of its concept-model experiments exercised their mechanism."""
+    from tables.claims import VERDICTS, claim_rows
+
+    lines = []
+    for paper in index.get("claims", {}):
+        path = tables / paper / "claims.json"
+        records = json.loads(path.read_text())["claims"] if path.exists() else []
+        if not records:
+            continue
+        tally = index["claims"][paper]
+        counts = ", ".join(f"{tally[verdict]} {verdict}" for verdict in (*VERDICTS, "proxy") if tally.get(verdict))
+        checked = {e: m for e, m in index.get("mechanisms", {}).items() if paper in m.get("papers", [])}
+        idle = sorted(e for e, m in checked.items() if not m["exercised"])
+        mechanisms = (f" Mechanism checks: {len(checked) - len(idle)} of {len(checked)} concept-model experiments "
+                      f"exercised" + (f" (not: {', '.join(idle)})" if idle else "") + "." if checked else
+                      " No concept-model experiment of this paper ran its mechanism checks.")
+        lines.append(f"**{paper}** ({paper}/claims.md): {len(records)} claims about runs: {counts or 'none'}."
+                     + mechanisms)
+        lines += [f"- {text} ({where}): {verdict}; paper {effect}; ours {ours}" + (f"; {why}" if why else "")
+                  for text, where, effect, ours, verdict, why in claim_rows(records)]
+        lines.append("")
+    return lines
+
+
 def collect(tables: Path) -> Findings | None:
     """The findings of a built tables folder; None when it was not built (no index.json)."""
     index_path = tables / "index.json"
@@ -113,7 +140,7 @@ def collect(tables: Path) -> Findings | None:
                 finding = Finding(_group_text(title, column, group, records), entry["paper"], entry["table"], source,
                                   bool(column["proxy"]), _analogue(records))
                 (proxies if finding.proxy else judged).append(finding)
-    return Findings(_lead(index), judged, proxies)
+    return Findings(_lead(index), judged, proxies, claims_text(tables, index))
 
 
 # Our own tables of the embedded runs (tables/specs/embedded/) quoted under the findings: (table, columns)
@@ -155,7 +182,9 @@ def findings_markdown(findings: Findings | None, tables: Path, compact: bool = F
     if findings is None:
         return (f"The tables were not built ({tables / 'index.json'} is missing): run "
                 f"`python -m tables build --out {tables}` first.\n")
-    lines = [findings.lead, ""]
+    lines = (["The papers' claims judged on our runs (docs/verdicts.md):", ""] + findings.claims
+             + ["Row orderings of the tables (detail: the papers do not claim each pair):", ""] if findings.claims else [])
+    lines += [findings.lead, ""]
     everything = findings.judged + findings.proxies
     reasons = atoms(finding.analogue for finding in everything)
     mark = bool(reasons) and not all(finding.analogue for finding in everything)

@@ -32,6 +32,7 @@ from scipy import stats
 from .checks import Check, cell_label
 from .expressions import Expression, Ref
 from .mechanisms import Mechanism, unexercised
+from .numbers import format_float
 from .ordering import Estimate, from_seeds, test_pair
 from .reported import Paper
 from .specs import ResultRef, TableSpec
@@ -319,3 +320,60 @@ def claim_record(claim: ClaimVerdict, where_run: str = "") -> dict:
                            "ci_low": _number(interval[0]) if interval else None,
                            "ci_high": _number(interval[1]) if interval else None}
     return record
+
+
+HEADER = ["Claim", "Where", "Paper's effect", "Ours [95 % CI]", "Verdict", "Why"]
+
+
+def _ours(record: dict) -> str:
+    if record["kind"] == "value":
+        value = record["value"]
+        if value["ours"] is None:
+            return "—"
+        interval = (f" [{format_float(value['ci_low'])}, {format_float(value['ci_high'])}]"
+                    if value["ci_low"] is not None else f" (n={value['n']})")
+        return format_float(value["ours"]) + interval
+    shown = []
+    for part in record["parts"]:
+        if part["d"] is None:
+            continue
+        interval = (f" [{format_float(part['ci_low'])}, {format_float(part['ci_high'])}]" if part["test"]
+                    else f" (n={min(part['n'])})")
+        shown.append(format_float(part["d"]) + interval)
+    return "; ".join(shown) or "—"
+
+
+def _paper(record: dict) -> str:
+    if record["kind"] == "value":
+        return format_float(record["value"]["printed"]) if record["value"]["printed"] is not None else "—"
+    effects = [format_float(part["paper_effect"]) for part in record["parts"] if part["d"] is not None]
+    return "; ".join(effects) or "—"
+
+
+def _why(record: dict) -> str:
+    notes = [record["reason"], record["partial"]]
+    notes += [f"proxy: {text}" for text in record["proxies"]]
+    return "; ".join(note for note in notes if note)
+
+
+def claim_rows(records: list[dict]) -> list[list[str]]:
+    return [[record["text"], record["where"], _paper(record), _ours(record), record["shown"], _why(record)]
+            for record in records if record["verdict"] != NOT_RUN]
+
+
+
+
+def claims_markdown(paper: str, records: list[dict]) -> str:
+    """``<paper>/claims.md``: every claim about runs with our verdict, the judged ones as a grid."""
+    from .render import markdown_grid
+
+    rows = claim_rows(records) + [[r["text"], r["where"], "—", "—", r["shown"], r["not_run"]]
+                                  for r in records if r["verdict"] == NOT_RUN]
+    return "\n".join([f"# {paper}: claims judged on our runs", "", RULE_TEXT, "",
+                      markdown_grid(HEADER, rows) if rows else "No claim of this paper cites a table cell.", ""])
+
+
+RULE_TEXT = ("Each claim's formula is evaluated on our cells (docs/verdicts.md): orderings by a 95 % t-test "
+             "(paired on matched seeds and data order, Welch otherwise) with Holm across the claim's parts; "
+             "values by a 95 % interval, judged at the paper's scale only. Brackets: 95 % intervals of our "
+             "difference; the paper's effect is its own printed difference.")

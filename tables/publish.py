@@ -12,7 +12,7 @@ from common.io import atomic_write_json, json_text
 
 from .audit import audit_json, audit_markdown, summary
 from .build import Build, TableView
-from .claims import NOT_RUN, VERDICTS, claim_record
+from .claims import NOT_RUN, VERDICTS, claim_record, claims_markdown
 from .coverage import Coverage
 from .io import write_atomic
 from .layout import layout
@@ -62,6 +62,16 @@ def _claims(build: Build, coverage: Coverage) -> dict[str, list[dict]]:
     return out
 
 
+def _papers_of(build: Build) -> dict[str, set[str]]:
+    """experiment -> the papers whose tables show one of its values (our own tables: "embedded")."""
+    out: dict[str, set[str]] = {}
+    for view in build.tables:
+        for cell in view.cells.values():
+            for experiment in cell.reproduced.experiments if cell.reproduced else ():
+                out.setdefault(experiment, set()).add(view.spec.paper)
+    return out
+
+
 def _claim_counts(records: list[dict]) -> dict[str, int]:
     """Claims per verdict; those judged through a proxy column counted apart ("proxy")."""
     counts = Counter({verdict: 0 for verdict in (*VERDICTS, "proxy")})
@@ -84,6 +94,7 @@ def write_tables(build: Build, out: Path, coverage: Coverage = Coverage()) -> di
     claims = _claims(build, coverage)
     for paper, records in claims.items():
         atomic_write_json(out / paper / "claims.json", {"paper": paper, "rule": RULE, "claims": records})
+        write_atomic(out / paper / "claims.md", claims_markdown(paper, records))
     write_atomic(out / "audit.md", audit_markdown(build))
     atomic_write_json(out / "audit.json", audit_json(build))
     verdicts = Counter()
@@ -97,7 +108,8 @@ def write_tables(build: Build, out: Path, coverage: Coverage = Coverage()) -> di
         "reported_cells": {paper.paper: len(paper.cells) for paper in build.papers.values()},
         "flagged": summary(build), "verdicts": dict(verdicts), "order_rule": RULE, "alpha": ALPHA,
         "claims": {paper: _claim_counts(records) for paper, records in claims.items()},
-        "mechanisms": {experiment: {"exercised": mechanism.exercised, "reason": mechanism.reason}
+        "mechanisms": {experiment: {"exercised": mechanism.exercised, "reason": mechanism.reason,
+                                    "papers": sorted(_papers_of(build).get(experiment, ()))}
                        for experiment, mechanism in build.mechanisms.items()}}
     atomic_write_json(out / "index.json", index)
     return index

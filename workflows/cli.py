@@ -9,6 +9,7 @@ paths, calls one library function, and exits with a one-line error on bad input 
     python -m workflows.cli eval-recon --run-dir DIR --tokens DIR --out FILE [--threads N]
     python -m workflows.cli eval-ppl  --run-dir DIR --tokens DIR --out FILE [--threads N]
     python -m workflows.cli eval-codebook --run-dir DIR --tokens DIR --out FILE [--threads N]
+    python -m workflows.cli eval-mechanisms --run-dir DIR --tokens DIR --out FILE [--threads N]
     python -m workflows.cli eval-boundaries --run-dir DIR --tokens DIR --tokenizer FILE --out FILE [--threads N]
     python -m workflows.cli fit-law --settings FILE --out FILE
     python -m workflows.cli kernel-bench --settings FILE --out FILE [--threads N]
@@ -143,6 +144,16 @@ def eval_codebook(a):
           f"of N={d['codebook_size']} | collapse {'yes' if m['test/collapse'] else 'no'}")
 
 
+def eval_mechanisms(a):
+    from evals.mechanisms import evaluate_mechanisms
+
+    r = _evaluate(a, evaluate_mechanisms)
+    m = r["metrics"]
+    cells = ", ".join(f"{c['name']} {m[c['key']]:+.4f}" if m.get(c["key"]) is not None else f"{c['name']} n/a"
+                      for c in r["details"]["checks"])
+    print(f"{r['experiment']} seed {r['seed']}: intact NLL {m['mech/intact_nll']:.4f} nats/token | {cells}")
+
+
 def eval_recon(a):
     from evals.recon import evaluate_recon
 
@@ -192,6 +203,7 @@ COMMANDS = {
     "pretrain": (pretrain, ["config", "tokens", "tokenizer", "run-dir"]),
     "eval-ppl": (eval_ppl, ["run-dir", "tokens", "out"]),
     "eval-codebook": (eval_codebook, ["run-dir", "tokens", "out"]),
+    "eval-mechanisms": (eval_mechanisms, ["run-dir", "tokens", "out"]),
     "eval-recon": (eval_recon, ["run-dir", "tokens", "out"]),
     "eval-boundaries": (eval_boundaries, ["run-dir", "tokens", "tokenizer", "out"]),
     "fit-law": (fit_law, ["settings", "out"]),

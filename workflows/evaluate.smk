@@ -1,10 +1,12 @@
 # Evaluation: perplexity with the oracle floor and the unigram baseline on the same tokens, the
 # embedded downstream tasks through lm-evaluation-harness (evals/harness, evals/tasks), the
 # codebook usage of ConceptLM runs (evals/codebook.py), the reconstruction of NCM tokenizers
-# (evals/recon.py) and Gen. PPL of samples (evals/genppl). An experiment's `evals` picks among them.
+# (evals/recon.py), the mechanism checks of concept models (evals/mechanisms.py) and Gen. PPL of samples
+# (evals/genppl). An experiment's `evals` picks among them.
 
 
-# Evaluations that stream the token files (CLI `eval-ppl`, `eval-codebook`): one rule, the name a wildcard.
+# Evaluations that stream the token files (CLI `eval-ppl`, `eval-codebook`, `eval-mechanisms`, ...): one rule,
+# the name a wildcard.
 rule evaluate_tokens:
     input:
         weights=f"{RUN}/final/model.safetensors",

@@ -58,9 +58,27 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m workflows.experiments PROFILE.yaml", file=sys.stderr)
         return USER_ERROR
     profile = load_profile(argv[0])
+    check_tables()
     n_runs = sum(len(exp["seeds"]) for exp in resolve(profile).values())
     print(f"{argv[0]}: profile {profile['profile']!r}, {len(profile['experiments'])} entries, {n_runs} runs")
     return 0
+
+
+def check_tables() -> None:
+    """The table specs, the papers' printed cells and their claims load (a claim or formula naming a row
+    or column no spec defines is refused here, before any job, not when the tables are built)."""
+    from tables.build import SPECS, REPORTED
+    from tables.checks import load_claims
+    from tables.reported import load_reported
+    from tables.specs import load_specs
+    from tables.validation import DataError
+
+    try:
+        specs = load_specs(SPECS)
+        for paper in load_reported(specs, REPORTED).values():
+            load_claims(specs[paper.paper], paper)
+    except DataError as error:
+        raise ConfigError(f"{error}; fix the table spec or claim there") from None
 
 
 def _read_yaml(path: Path) -> dict:
@@ -429,6 +447,12 @@ def _check_evals(config: dict, exp: dict, spec, typed) -> None:
     if "boundaries" in evals and getattr(typed, "boundary_predictor", None) is None:
         raise ConfigError(f"evals: boundaries measures DLCM's concept boundaries and model.arch={arch} has none; "
                           "drop 'boundaries' or use a dlcm_* arch")
+    if "mechanisms" in evals:
+        from evals.mechanisms import applies
+
+        if not applies(arch):
+            raise ConfigError(f"evals: mechanisms checks a concept path and model.arch={arch} has none; drop "
+                              "'mechanisms' or use a conceptlm_*, contextlm_*, dlcm_*, ncm_tokenizer or ncm arch")
     if "recon" in evals and arch not in ("ncm_tokenizer", "ncm"):
         raise ConfigError(f"evals: recon measures an NCM tokenizer's reconstruction and model.arch={arch} has none; "
                           "drop 'recon' or use arch ncm_tokenizer / ncm")

@@ -16,8 +16,6 @@ import numpy as np
 import pytest
 import torch
 
-from corpora.sources import write_corpus
-from corpora.tokenization import load_tokenizer, tokenize_corpus, train_bpe
 from evals.boundaries import BoundaryEvalError, Truth, boundary_scores, evaluate_boundaries, match, true_boundaries
 from tests.conftest import TINY_RUN
 from trainer.data import open_split
@@ -25,16 +23,6 @@ from trainer.train import Trainer
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "config" / "schemas" / "result.schema.json").read_text())
 L = 32
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory) -> dict:
-    root = tmp_path_factory.mktemp("world")
-    write_corpus({"id": "w", "source": "synthetic", "seed": 3,
-                  "synthetic": {"train_docs": 120, "valid_docs": 10, "test_docs": 10}}, root / "corpus")
-    train_bpe(root / "corpus", 300, 2, root / "tokenizer.json")
-    tokenize_corpus(root / "corpus", load_tokenizer({"kind": "bpe"}, root / "tokenizer.json"), root / "tokens")
-    return {"root": root, "corpus": root / "corpus", "tokenizer": root / "tokenizer.json", "tokens": root / "tokens"}
 
 
 @pytest.fixture(scope="module")

@@ -139,3 +139,37 @@ def test_claims_of_an_arm_whose_mechanism_failed_are_not_exercised(hand_paper, t
     assert claims["pm_below_base_s"].verdict == "contradicted"  # no concept arm: judged as before
     order = next(view for view in built.tables).orders["ppl"]
     assert {(p.a, p.b): p.outcome for p in order.pairs}[("base_s", "concept_s")] == "not exercised"
+
+
+def test_a_claim_naming_a_cell_no_spec_defines_is_refused_by_the_profile_check(tmp_path, monkeypatch):
+    """Before any job: ``python -m workflows.experiments`` (make's pre-check) loads the claims."""
+    import shutil
+
+    import tables.build
+    from workflows.experiments import ConfigError, check_tables
+
+    reported = tmp_path / "reported"
+    shutil.copytree(tables.build.REPORTED, reported)
+    claims = reported / "dlcm" / "claims.yaml"
+    claims.write_text(claims.read_text().replace("cell('table04', 'global_parser'", "cell('table04', 'no_such_row'", 1))
+    monkeypatch.setattr(tables.build, "REPORTED", reported)
+    with pytest.raises(ConfigError) as error:
+        check_tables()
+    message = str(error.value)
+    assert "\n" not in message and "claims.yaml" in message and "no_such_row" in message
+
+
+def test_the_findings_open_with_the_claims_and_every_number_is_in_claims_md(judged):
+    from reports.findings import collect, findings_markdown, untraceable
+
+    _, _, _, out = judged
+    findings = collect(out)
+    text = findings_markdown(findings, out)
+    assert text.startswith("The papers' claims judged on our runs")
+    head = findings.claims[0]
+    assert head.startswith("**hand** (hand/claims.md): 6 claims about runs: 1 reproduced, 1 contradicted, "
+                           "1 inconclusive, 1 not run here, 1 value shown, not judged, 1 proxy.")
+    claims_md = (out / "hand" / "claims.md").read_text()
+    for line in findings.claims[1:]:
+        if line.startswith("- "):
+            assert untraceable(line, claims_md) == [], line
