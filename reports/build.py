@@ -206,13 +206,27 @@ def _heading(index: dict, paper: str) -> str:
     return f"{info['title']} (arXiv {info['arxiv']})" if info else "Our runs (our own tables, no reported numbers)"
 
 
+def _mechanism_blocks(tables: Path) -> list[Block]:
+    """Every concept-model experiment's mechanism checks (``tables/mechanisms.py``): exercised or not, and why."""
+    from tables.mechanisms import HEADER, RULE, mechanism_rows
+
+    path = tables / "mechanisms.json"
+    data = json.loads(path.read_text())["experiments"] if path.exists() else {}
+    if not data:
+        return []
+    rows = mechanism_rows(data)
+    exercised = sum(entry["exercised"] for entry in data.values())
+    return [Heading(3, "Mechanism checks"), Paragraph(f"{exercised} of {len(data)} concept-model experiments exercised "
+                                                      f"their mechanism. {RULE}"), Table(HEADER, rows)]
+
+
 def _summary_blocks(index: dict, built: dict[str, list[dict]], tables: Path, figures: _Figures) -> list[Block]:
     """The first screen: the reading rule, then per paper its claims judged on our runs (``claims.py``),
     the forest plot of their tested parts, then the row orderings of its tables (``summary.py``)."""
     papers = [paper for paper in index["papers"] if paper in index["paper_info"]]
     if not papers:
         return []
-    blocks: list[Block] = [Heading(2, "What this profile reproduces"), Bullets(READING + [CLAIMS_RULE])]
+    blocks: list[Block] = [Heading(2, "What this profile reproduces")]
     for paper in papers:
         records = load_claims(tables, paper)
         image, caption = forest(paper, records)
@@ -221,6 +235,8 @@ def _summary_blocks(index: dict, built: dict[str, list[dict]], tables: Path, fig
             blocks.append(figures.block(f"forest_{paper}", image, caption))
         blocks += [Paragraph("Row orderings of the paper's tables (detail: the papers do not claim each pair):"),
                    *paper_summary(built[paper])]
+    blocks += [Heading(3, "How to read the verdicts"), Bullets([CLAIMS_RULE] + READING)]
+    blocks += _mechanism_blocks(tables)
     if len(papers) < len(index["papers"]):
         blocks.append(Paragraph("Our own tables of the embedded runs (no reported numbers) come next, then one "
                                 "section per paper."))
@@ -269,7 +285,7 @@ def build_report(runs: Path, tables: Path, out: Path) -> list[Block]:
     for paper in index["papers"]:
         blocks += _paper_blocks(paper, _heading(index, paper), built[paper], context, figures)
     blocks += _unlisted_blocks(context, figures)
-    blocks = with_contents(blocks, 3)
+    blocks = with_contents(blocks, 3, depth=2)
     write_atomic(out / "report.md", to_markdown(blocks))
     write_atomic(out / "report.html", to_html(blocks, TITLE))
     return blocks

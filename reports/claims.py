@@ -56,19 +56,26 @@ def forest(paper: str, records: list[dict]) -> tuple[bytes | None, str]:
     if not rows:
         return None, f"{paper}: no claim part was tested on our runs, so there is nothing to plot."
     plt = pyplot()
-    figure, axes = plt.subplots(figsize=(7.5, 1.2 + 0.42 * len(rows)))
+    figure, axes = plt.subplots(figsize=(8.0, 1.4 + 0.4 * len(rows)))
     for y, (record, part) in enumerate(reversed(rows)):
         unit = abs(part["paper_effect"])
         colour = {"reproduced": "C2", "contradicted": "C3"}.get(part["outcome"], "C7")
         axes.plot([part["ci_low"] / unit, part["ci_high"] / unit], [y, y], color=colour, linewidth=2)
         axes.plot(part["d"] / unit, y, "o", color=colour)
         axes.plot(part["paper_effect"] / unit, y, "D", color="black", markersize=5)
-    labels = [f"{record['id']}: {part['left'][:28]} vs {part['right'][:28]}" for record, part in reversed(rows)]
+    counts = Counter(record["id"] for record, _ in rows)
+    seen: Counter = Counter()
+    labels = []
+    for record, _ in rows:
+        seen[record["id"]] += 1
+        labels.append(record["id"] + (f" ({seen[record['id']]}/{counts[record['id']]})" if counts[record["id"]] > 1 else ""))
+    labels.reverse()
     axes.set_yticks(range(len(rows)), labels, fontsize=9)
     axes.axvline(0, color="grey", linewidth=0.8)
     axes.set_xlabel("difference in units of the paper's |effect| (paper: black diamond at ±1; ours: dot, 95 % CI)",
                     fontsize=9)
-    axes.set_title(f"{paper}: claims, our difference against the paper's", fontsize=10)
+    axes.set_title(f"{paper}: each tested claim part", fontsize=10)
     axes.tick_params(axis="x", labelsize=9)
+    parts = "; ".join(f"{label}: {part['left']} vs {part['right']}" for label, (_, part) in zip(reversed(labels), rows))
     return png(figure), (f"{paper}: each tested part of a claim, ours with its 95 % interval (green: reproduced, "
-                         "red: contradicted, grey: inconclusive), scaled by the paper's own effect.")
+                         f"red: contradicted, grey: inconclusive), scaled by the paper's own effect. Parts: {parts}.")

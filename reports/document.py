@@ -87,7 +87,8 @@ th,td{border:1px solid #ccc;padding:.2rem .45rem;text-align:left;vertical-align:
 th{background:#f2f2f2} tr:nth-child(even) td{background:#fafafa}
 figure{margin:1rem 0} figure img{max-width:100%} figcaption{font-size:.85rem;color:#555}
 h1,h2,h3,h4{margin-top:1.8rem}
-nav ul{list-style:none;padding-left:0} nav li.toc3{padding-left:1.2rem;font-size:.9rem}
+nav ul{list-style:none;padding-left:0;display:flex;flex-wrap:wrap;gap:.2rem 1.2rem;margin:.3rem 0}
+nav li.toc3{font-size:.9rem}
 """
 
 

@@ -131,3 +131,43 @@ def unexercised(mechanisms: dict[str, Mechanism], experiments: tuple[str, ...]) 
                if experiment in mechanisms and not mechanisms[experiment].exercised]
     return "; ".join(reasons)
 
+
+
+HEADER = ["Experiment", "Check", "Gate", "Value (mean)", "Must reach", "Basis", "Passed", "What it does"]
+
+
+def mechanism_rows(experiments: dict[str, dict]) -> list[list[str]]:
+    """One row per check of every experiment of ``mechanisms_json(...)["experiments"]``: the table
+    ``mechanisms.md`` and the report show."""
+    return [[experiment, check["name"], "gate" if check["gate"] else "",
+             "—" if check["value"] is None else f"{check['value']:.4g}",
+             ("|effect| ≥ " if check["kind"] == "spread" else "> ") + f"{check['threshold']:.3g}", check["basis"],
+             {True: "yes", False: "no", None: "—"}[check["passed"]], check["what"]]
+            for experiment, entry in experiments.items() for check in entry["checks"]]
+
+
+def mechanisms_json(mechanisms: dict[str, Mechanism]) -> dict:
+    return {"rule": RULE, "experiments": {
+        experiment: {"exercised": mechanism.exercised, "reason": mechanism.reason, "n": mechanism.n,
+                     "spread": mechanism.spread,
+                     "checks": [{"name": c.name, "key": c.key, "kind": c.kind, "gate": c.gate, "value": c.value,
+                                 "threshold": c.threshold, "basis": c.basis, "passed": c.passed, "what": c.what}
+                                for c in mechanism.checks]}
+        for experiment, mechanism in mechanisms.items()}}
+
+
+def mechanisms_markdown(mechanisms: dict[str, Mechanism]) -> str:
+    from .render import markdown_grid
+
+    exercised = sum(mechanism.exercised for mechanism in mechanisms.values())
+    lines = ["# Mechanism checks: was each concept mechanism exercised?", "", RULE, "",
+             f"{exercised} of {len(mechanisms)} experiments exercised their mechanism.", ""]
+    if mechanisms:
+        lines += [markdown_grid(HEADER, mechanism_rows(mechanisms_json(mechanisms)["experiments"])), ""]
+    return "\n".join(lines)
+
+
+RULE = (f"A spread check passes when its mean effect over seeds is at least {SPREAD_FACTOR:g} × the seed standard "
+        f"deviation of the run's intact loss ({INTACT}; with one seed, the profile's noise floor); a floor check when "
+        "its value exceeds the floor. An experiment is exercised when every gate check passes; verdicts on an arm "
+        "that is not are shown as 'not exercised' (docs/verdicts.md).")

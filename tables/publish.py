@@ -16,6 +16,7 @@ from .claims import NOT_RUN, VERDICTS, claim_record, claims_markdown
 from .coverage import Coverage
 from .io import write_atomic
 from .layout import layout
+from .mechanisms import mechanisms_json, mechanisms_markdown
 from .ordering import ALPHA, OUTCOMES, RULE
 from .render import table_csv, table_json, table_latex, table_markdown, worst
 
@@ -95,6 +96,8 @@ def write_tables(build: Build, out: Path, coverage: Coverage = Coverage()) -> di
     for paper, records in claims.items():
         atomic_write_json(out / paper / "claims.json", {"paper": paper, "rule": RULE, "claims": records})
         write_atomic(out / paper / "claims.md", claims_markdown(paper, records))
+    atomic_write_json(out / "mechanisms.json", mechanisms_json(build.mechanisms))
+    write_atomic(out / "mechanisms.md", mechanisms_markdown(build.mechanisms))
     write_atomic(out / "audit.md", audit_markdown(build))
     atomic_write_json(out / "audit.json", audit_json(build))
     verdicts = Counter()

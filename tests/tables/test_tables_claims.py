@@ -173,3 +173,23 @@ def test_the_findings_open_with_the_claims_and_every_number_is_in_claims_md(judg
     for line in findings.claims[1:]:
         if line.startswith("- "):
             assert untraceable(line, claims_md) == [], line
+
+
+def test_the_mechanism_table_lists_every_check_with_its_threshold(hand_paper, tmp_path):
+    from tables.mechanisms import mechanisms_markdown
+
+    specs, reported = hand_paper(SPEC, [], claims=None, table="t1")
+    runs = tmp_path / "runs"
+    checks = [{"name": "swap", "key": "mech/swap", "kind": "spread", "gate": True, "what": "another window's concepts"},
+              {"name": "ncp_r2", "key": "mech/ncp_r2", "kind": "floor", "floor": 0.0, "gate": True, "what": "R²"}]
+    write_results(runs, "concept_s", "mechanisms", [{"mech/intact_nll": 2.0 + 0.01 * k, "mech/swap": 0.5, "mech/ncp_r2": 0.2}
+                                                    for k in (-1, 0, 1)])
+    for seed in range(3):
+        path = runs / "concept_s" / f"seed{seed}" / "eval" / "mechanisms.json"
+        result = json.loads(path.read_text())
+        path.write_text(json.dumps({**result, "details": {"checks": checks}}))
+    mechanism = build(runs, specs, reported).mechanisms["concept_s"]
+    assert mechanism.exercised and [check.passed for check in mechanism.checks] == [True, True]
+    text = mechanisms_markdown({"concept_s": mechanism})
+    assert "1 of 1 experiments exercised their mechanism." in text
+    assert "| concept_s | swap | gate | 0.5 | \\|effect\\| ≥ 0.03 | 3 × seed sd of mech/intact_nll, n=3 | yes |" in text
