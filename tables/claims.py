@@ -143,7 +143,7 @@ class ClaimVerdict:
             return NOT_RUN
         if self.idle:
             return NOT_EXERCISED
-        if self.scale != "paper":
+        if self.scale != "paper" or self.printed is None:  # another scale; or a comparison of a form not split
             return NOT_JUDGED
         low, high = self.interval or (None, None)
         if low is None:
@@ -176,6 +176,8 @@ class ClaimVerdict:
         """Why the verdict: the parts that decide it, or what a value claim compares."""
         verdict = self.verdict
         if self.kind == "value":
+            if verdict == NOT_JUDGED and self.printed is None:
+                return "a comparison of a form the rule does not split into ordered parts (==, or, a chain)"
             if verdict == NOT_JUDGED:
                 return f"the paper's {self.printed:g} against ours {self.value.ours.mean:.4g} at reduced scale"
             return self.idle if verdict == NOT_EXERCISED else ""

@@ -31,7 +31,7 @@ def dlcm_profile() -> dict:
     config["defaults"]["model"].update(seq_len=L, d_model=32, n_layer=2, n_head=2)
     config["defaults"]["train"].update(steps=30, batch_size=8, micro_batch_size=8, warmup_steps=3, log_interval=5,
                                        eval_interval=3, checkpoint_interval=30, snapshot_interval=10)
-    dlcm = {"paper": "dlcm", "evals": ["ppl", "boundaries"], "seeds": [0]}
+    dlcm = {"paper": "dlcm", "evals": ["ppl", "boundaries", "mechanisms"], "seeds": [0]}
     config["experiments"] = [
         {"id": "base_s", "evals": ["ppl"]},  # a ConceptLM row: not in `snakemake dlcm`
         {"id": "law_d{model.d_model}_c{model.concept_layers}_r{model.target_ratio}", **dlcm,
@@ -89,11 +89,25 @@ def test_the_law_is_fitted_to_the_grid_and_reaches_the_tables(workdir):
     assert cells["s2k_h1024", "speedup"]["reproduced_mean"] == pytest.approx(flex / flash)
     assert "measured on cpu" in cells["s2k_h1024", "flex_ms"]["analogue"]
     assert cells["s16k_h4096", "flex_ms"]["reproduced_mean"] == ""  # a row the profile does not time
+    assert cells["s16k_h4096", "flex_ms"]["verdict"] == "not measured by this profile's runs"
     assert constants["e0", "lo"] == pytest.approx(m["law/e0_lo"], rel=1e-3)
     scalars = {r["row"]: r for r in json.loads((tables / "dlcm/scalars.json").read_text())["records"]}
     assert scalars["scaling_fit_r2"]["reproduced_mean"] == pytest.approx(m["law/r2_fit"], rel=1e-3)
     report = (workdir / "results/micro/report/report.md").read_text()
     assert "prediction against observed loss" in report and f"{int(m['law/points'])} fitted points" in report
+    # the mechanism checks ran for every DLCM run, reached the tables and the report; one seed of 30 steps:
+    # each is judged against the profile's noise floor, and a run that fails is named with its reason
+    mechanisms = json.loads((tables / "mechanisms.json").read_text())["experiments"]
+    assert set(mechanisms) == {"law_d32_c1_r4", "law_d32_c2_r8", "law_d48_c1_r2", "law_d64_c2_r4"}
+    for experiment, entry in mechanisms.items():
+        result = json.loads((run_dir(workdir, experiment) / "eval" / "mechanisms.json").read_text())
+        swap = next(check for check in entry["checks"] if check["name"] == "swap")
+        assert swap["value"] == pytest.approx(result["metrics"]["mech/swap"]) and swap["basis"].startswith("the profile's")
+        assert entry["exercised"] == all(check["passed"] for check in entry["checks"] if check["gate"])
+        assert entry["exercised"] or entry["reason"].startswith("mechanism not exercised: ")
+    assert "### Mechanism checks" in report and "concept-model experiments exercised their mechanism" in report
+    index = json.loads((tables / "index.json").read_text())
+    assert set(index["claims"]) == {"conceptlm", "ncm", "dlcm"} and index["mechanisms"].keys() == mechanisms.keys()
 
 
 @pytest.mark.slow
