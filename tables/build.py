@@ -315,6 +315,7 @@ def build(results_root: Path, specs_root: Path = SPECS, reported_root: Path = RE
         outcome.hand += hand
         if paper:
             judge = ClaimJudge(paper_specs, paper, reproducer.get, reproducer.result_refs,
-                               _resolver(paper_specs, "", "", "", "cell"), mechanisms, facts["scale"])
+                               _resolver(paper_specs, "", "", "", "cell"), mechanisms, facts["scale"],
+                               lambda ref, ours: out_of_range(paper_specs[ref[0]], ref[1], ref[2], ours, results))
             outcome.claims += [verdict for check in claims if (verdict := judge.judge(check, claim_id(check)))]
     return outcome

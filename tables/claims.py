@@ -54,6 +54,7 @@ class Side:
     missing: tuple[Ref, ...]          # cells no run of this profile fills
     experiments: tuple[str, ...] = ()
     proxies: tuple[str, ...] = ()     # "Avg PPL through Train dist. PPL": cells read from the column's order_proxy
+    flags: tuple[str, ...] = ()       # cells outside their column's meaningful range (a Gen. PPL above uniform)
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,7 @@ class ClaimVerdict:
                 return f"the paper's {self.printed:g} against ours {self.value.ours.mean:.4g} at reduced scale"
             return self.idle if verdict == NOT_EXERCISED else ""
         chosen = [part.reason for part in self.parts if part.outcome == verdict and part.reason]
-        return "; ".join(dict.fromkeys(chosen))
+        return "; ".join(dict.fromkeys(atom for reason in chosen for atom in reason.split("; ")))  # each said once
 
 
 def _split(node: ast.AST, printed: float | None) -> list[tuple[ast.AST, ast.AST, int]] | None:
@@ -197,13 +198,18 @@ def _split(node: ast.AST, printed: float | None) -> list[tuple[ast.AST, ast.AST,
         if _is_call(left, "min" if sign > 0 else "max"):   # min(a, b) > c: a > c and b > c
             return [(arg, right, sign) for arg in left.args]
         return [(left, right, sign)]
-    if printed is not None and printed != 0 and isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub):
+    if (printed is not None and printed != 0 and isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub)
+            and _cites(node.left) and _cites(node.right)):  # a difference of cells; 100 - x is a value
         return [(node.left, node.right, 1 if printed > 0 else -1)]
     return None
 
 
-def _is_call(node: ast.AST, name: str) -> bool:
-    return isinstance(node, ast.Call) and getattr(node.func, "id", "") == name and len(node.args) > 1
+def _cites(node: ast.AST) -> bool:
+    return any(_is_call(sub, "cell", 2) for sub in ast.walk(node))
+
+
+def _is_call(node: ast.AST, name: str, least: int = 2) -> bool:
+    return isinstance(node, ast.Call) and getattr(node.func, "id", "") == name and len(node.args) >= least
 
 
 class ClaimJudge:
@@ -211,8 +217,9 @@ class ClaimJudge:
     ``refs_of(ref)`` the result references that would fill it."""
 
     def __init__(self, specs: dict[str, TableSpec], paper: Paper, reproduce, refs_of, resolver,
-                 mechanisms: dict[str, Mechanism], scale: str):
+                 mechanisms: dict[str, Mechanism], scale: str, flag_of=lambda ref, reproduced: ""):
         self.specs, self.paper, self.reproduce, self.refs_of = specs, paper, reproduce, refs_of
+        self.flag_of = flag_of  # why a cell's value lies outside its column's meaningful range ("" when it does not)
         self.resolver, self.mechanisms, self.scale = resolver, mechanisms, scale
         self.numbers = {ref: printed.value for ref, printed in paper.numbers().items()}
 
@@ -241,8 +248,9 @@ class ClaimJudge:
             if len(signatures) == 1 and "" not in signatures:
                 orders[seed] = signatures.pop()
         experiments = tuple(dict.fromkeys(e for r in found.values() for e in r.experiments))
+        flags = tuple(dict.fromkeys(flag for ref, r in found.items() if (flag := self.flag_of(ref, r))))
         return Side(self.words(node), paper, from_seeds(per_seed, orders), (), experiments,
-                    tuple(dict.fromkeys(proxies)))
+                    tuple(dict.fromkeys(proxies)), flags)
 
     def judge(self, check: Check, claim_id: str) -> ClaimVerdict | None:
         if not check.formula.refs:
@@ -253,12 +261,14 @@ class ClaimJudge:
         common = dict(paper=self.paper.paper, id=claim_id, where=check.where, text=check.text, scale=self.scale)
         if split is None:
             value = self.side(tree)
-            return ClaimVerdict(kind="value", value=value, printed=printed, idle=unexercised(self.mechanisms, value.experiments),
+            idle = "; ".join(filter(None, [unexercised(self.mechanisms, value.experiments), *value.flags]))
+            return ClaimVerdict(kind="value", value=value, printed=printed, idle=idle,
                                 not_run_refs=self._refs(value.missing), **common)
         drafts = []
         for left_node, right_node, sign in split:
             left, right = self.side(left_node), self.side(right_node)
-            idle = unexercised(self.mechanisms, left.experiments + right.experiments)
+            idle = "; ".join(filter(None, [unexercised(self.mechanisms, left.experiments + right.experiments),
+                                           *left.flags, *right.flags]))
             test = test_pair(left.ours, right.ours) if left.ours and right.ours and not idle else None
             drafts.append((left, right, sign, test, idle))
         tested = [k for k, draft in enumerate(drafts) if draft[3] is not None]

@@ -127,7 +127,7 @@ def load_mechanisms(root: Path, results: dict[Metric, Reproduced], noise_floor: 
 
 def unexercised(mechanisms: dict[str, Mechanism], experiments: tuple[str, ...]) -> str:
     """Why any of ``experiments`` did not exercise its mechanism ("" when all did, or none was checked)."""
-    reasons = [f"{experiment}: {mechanisms[experiment].reason}" for experiment in experiments
+    reasons = [f"{experiment}: {mechanisms[experiment].reason}" for experiment in dict.fromkeys(experiments)
                if experiment in mechanisms and not mechanisms[experiment].exercised]
     return "; ".join(reasons)
 
