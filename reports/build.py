@@ -11,6 +11,7 @@ axes, and the paper's figure analogues; the claims' forest plot per paper on the
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -87,6 +88,12 @@ def _table_blocks(table: dict, level: int) -> list[Block]:
     return blocks
 
 
+def _in_words(evidence: str) -> str:
+    """An audit finding's evidence without its formula (folded into audit.md, which keeps it)."""
+    words = re.sub(r"^formula: `[^`]*`(; )?", "", evidence).strip()
+    return (words[0].upper() + words[1:] if words else "Recomputed with the paper's own formula") + " (formula: audit.md)."
+
+
 def _audit_blocks(audit: dict, paper: str) -> list[Block]:
     flagged = [r for r in audit["findings"] if r["paper"] == paper and r["status"] in ("material", "rounding")]
     hand = [r for r in audit["hand"] if r["paper"] == paper]
@@ -100,7 +107,7 @@ def _audit_blocks(audit: dict, paper: str) -> list[Block]:
     if flagged:
         blocks.append(Table(["Severity", "Where", "Printed", "Recomputed", "Δ", "Evidence"],
                             [[r["status"], r["where"] + (f": {r['claim']}" if r["claim"] else ""), r["printed"],
-                              r["recomputed"], r["difference"], r["evidence"]] for r in flagged]))
+                              r["recomputed"], r["difference"], _in_words(r["evidence"])] for r in flagged]))
     if hand:
         blocks.append(Table(["Severity", "Where", "Finding"], [[r["status"], r["where"], r["finding"]] for r in hand]))
     return blocks

@@ -146,6 +146,7 @@ def collect(tables: Path) -> Findings | None:
 # Our own tables of the embedded runs (tables/specs/embedded/) quoted under the findings: (table, columns)
 HEADLINES = {"foundation": ("test PPL", "PPL ÷ oracle"),
              "ncm": ("Gen PPL", "entropy H", "NFE", "prefixes accepted"),
+             "ncm_elbo": ("nats per window",),
              "ncm_conditional": ("BLEU", "ROUGE-L", "boards (%)", "NFE", "s / target"),
              "dlcm": ("test PPL", "concept share P", "target R", "tokens / concept", "world's tokens / concept", "F1",
                       "F1, shifted (chance)", "F1, word-start rule",
@@ -154,6 +155,7 @@ HEADLINES = {"foundation": ("test PPL", "PPL ÷ oracle"),
              "dlcm_law_fit": ("R^2 fitted", "R^2 held out", "RMSE held out (nats)", "R^2 across runs (last points)",
                               "MAE last points (nats)", "MAE held-out last points (nats)", "fitted points", "all determined")}
 INTRO = {"foundation": "Every embedded run", "ncm": "Every embedded NCM sampler and diagnostic",
+         "ncm_elbo": "The NCM generator's code NLL per window against the AR baseline's NLL per window (no sampling)",
          "ncm_conditional": "Every embedded conditional generator and diagnostic",
          "dlcm": "Every embedded DLCM run beside the token baselines",
          "dlcm_law": "The scaling law (Eq. 22) fitted to the DLCM grid: constants and 95 % bootstrap intervals",
