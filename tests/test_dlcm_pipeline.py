@@ -34,6 +34,9 @@ def dlcm_profile() -> dict:
     dlcm = {"paper": "dlcm", "evals": ["ppl", "boundaries", "mechanisms"], "seeds": [0]}
     config["experiments"] = [
         {"id": "base_s", "evals": ["ppl"]},  # a ConceptLM row: not in `snakemake dlcm`
+        # DLCM Table 4's two rows (global and per-sequence parser): their verdict is gated by the mechanism checks
+        {"id": "dlcm_s", **dlcm, "overrides": {"model.arch": "dlcm_gpt2", "model.concept_heads": 2, "model.d_concept": 64}},
+        {"id": "dlcm_local_parser_s", "base": "dlcm_s", **dlcm, "overrides": {"model.parser": "sequence"}},
         {"id": "law_d{model.d_model}_c{model.concept_layers}_r{model.target_ratio}", **dlcm,
          "overrides": {"model.arch": "dlcm_gpt2", "model.concept_heads": 2},
          "sweep": {"model.d_model": [32, 32, 48, 64], "model.d_concept": [64, 64, 96, 128],
@@ -98,7 +101,8 @@ def test_the_law_is_fitted_to_the_grid_and_reaches_the_tables(workdir):
     # the mechanism checks ran for every DLCM run, reached the tables and the report; one seed of 30 steps:
     # each is judged against the profile's noise floor, and a run that fails is named with its reason
     mechanisms = json.loads((tables / "mechanisms.json").read_text())["experiments"]
-    assert set(mechanisms) == {"law_d32_c1_r4", "law_d32_c2_r8", "law_d48_c1_r2", "law_d64_c2_r4"}
+    assert set(mechanisms) == {"law_d32_c1_r4", "law_d32_c2_r8", "law_d48_c1_r2", "law_d64_c2_r4", "dlcm_s",
+                               "dlcm_local_parser_s"}
     for experiment, entry in mechanisms.items():
         result = json.loads((run_dir(workdir, experiment) / "eval" / "mechanisms.json").read_text())
         swap = next(check for check in entry["checks"] if check["name"] == "swap")
@@ -108,6 +112,14 @@ def test_the_law_is_fitted_to_the_grid_and_reaches_the_tables(workdir):
     assert "### Mechanism checks" in report and "concept-model experiments exercised their mechanism" in report
     index = json.loads((tables / "index.json").read_text())
     assert set(index["claims"]) == {"conceptlm", "ncm", "dlcm"} and index["mechanisms"].keys() == mechanisms.keys()
+    # Table 4's pair and the paper's claim on the global parser: "not exercised" exactly when a row's checks failed
+    idle = not (mechanisms["dlcm_s"]["exercised"] and mechanisms["dlcm_local_parser_s"]["exercised"])
+    (pair,) = [r for r in json.loads((tables / "dlcm/table04.json").read_text())["order_pairs"]
+               if r["column"] == "realized_ratio"]
+    assert (pair["outcome"] == "not exercised") == idle and (pair["outcome"] == "inconclusive") == (not idle)
+    claims = {c["id"]: c for c in json.loads((tables / "dlcm/claims.json").read_text())["claims"]}
+    near = claims["realized_ratio_text"]  # "the global parser keeps the realised ratio near the target (~3.9)"
+    assert (near["verdict"] == "mechanism not exercised") == (not mechanisms["dlcm_s"]["exercised"])
 
 
 @pytest.mark.slow
