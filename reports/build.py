@@ -221,10 +221,13 @@ def _mechanism_blocks(tables: Path) -> list[Block]:
     data = json.loads(path.read_text())["experiments"] if path.exists() else {}
     if not data:
         return []
-    rows = mechanism_rows(data)
-    exercised = sum(entry["exercised"] for entry in data.values())
-    return [Heading(3, "Mechanism checks"), Paragraph(f"{exercised} of {len(data)} concept-model experiments exercised "
-                                                      f"their mechanism. {RULE}"), Table(HEADER, rows)]
+    checked = [entry for entry in data.values() if entry.get("checked", True)]
+    unchecked = sorted(e for e, entry in data.items() if not entry.get("checked", True))
+    text = (f"{len(data)} concept-model experiments: {len(checked)} ran the mechanism checks, "
+            f"{sum(entry['exercised'] for entry in checked)} exercised their mechanism"
+            + (f"; not checked (verdicts on them shown as not exercised): {', '.join(unchecked)}" if unchecked else "")
+            + f". {RULE}")
+    return [Heading(3, "Mechanism checks"), Paragraph(text), Table(HEADER, mechanism_rows(data))]
 
 
 def _summary_blocks(index: dict, built: dict[str, list[dict]], tables: Path, figures: _Figures) -> list[Block]:

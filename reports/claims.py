@@ -43,8 +43,9 @@ def claim_blocks(records: list[dict]) -> list[Block]:
         by_where: dict[str, list[str]] = {}
         for record in idle:
             by_where.setdefault(record["not_run"] or "no profile runs it yet", []).append(record["id"])
-        blocks.append(Paragraph("Not run here: " + "; ".join(f"{', '.join(ids)} (run by: {where})"
-                                                            for where, ids in by_where.items()) + "."))
+        blocks.append(Paragraph("Not run here: " + "; ".join(
+            f"{', '.join(ids)} ({'run by: ' if where.endswith('.yaml') else ''}{where})"
+            for where, ids in by_where.items()) + "."))
     return blocks
 
 

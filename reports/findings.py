@@ -105,11 +105,12 @@ def claims_text(tables: Path, index: dict) -> list[str]:
             continue
         tally = index["claims"][paper]
         counts = ", ".join(f"{tally[verdict]} {verdict}" for verdict in (*VERDICTS, "proxy") if tally.get(verdict))
-        checked = {e: m for e, m in index.get("mechanisms", {}).items() if paper in m.get("papers", [])}
+        concept = {e: m for e, m in index.get("mechanisms", {}).items() if paper in m.get("papers", [])}
+        checked = {e: m for e, m in concept.items() if m.get("checked", True)}
         idle = sorted(e for e, m in checked.items() if not m["exercised"])
-        mechanisms = (f" Mechanism checks: {len(checked) - len(idle)} of {len(checked)} concept-model experiments "
-                      f"exercised" + (f" (not: {', '.join(idle)})" if idle else "") + "." if checked else
-                      " No concept-model experiment of this paper ran its mechanism checks.")
+        mechanisms = (f" Mechanism checks: {len(concept)} concept-model experiments, {len(checked)} checked, "
+                      f"{len(checked) - len(idle)} exercised" + (f" (failed: {', '.join(idle)})" if idle else "") + "."
+                      if checked else " No concept-model experiment of this paper ran its mechanism checks.")
         lines.append(f"**{paper}** ({paper}/claims.md): {len(records)} claims about runs: {counts or 'none'}."
                      + mechanisms)
         lines += [f"- {text} ({where}): {verdict}; paper {effect}; ours {ours}" + (f"; {why}" if why else "")

@@ -11,6 +11,7 @@ it is *material*.
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -197,6 +198,8 @@ def evaluate(check: Check, numbers: dict[Ref, Printed]) -> Finding:
     if missing:
         return Finding(check, "not_checkable", inputs=inputs, missing=missing)
     values = {ref: printed.value for ref, printed in inputs.items()}
+    if check.printed is not None and not math.isfinite(float(check.formula.evaluate(values))):
+        return Finding(check, "not_checkable", inputs=inputs)  # the formula is undefined on these cells (x / 0)
     if check.printed is None:
         value = check.formula.evaluate(values)
         if not isinstance(value, bool):

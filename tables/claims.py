@@ -25,6 +25,7 @@ constants) are not claims about runs and are left out.
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass, field
 
 from scipy import stats
@@ -32,15 +33,17 @@ from scipy import stats
 from .checks import Check, cell_label
 from .expressions import Expression, Ref
 from .mechanisms import Mechanism, unexercised
-from .numbers import format_float
+from .numbers import Printed, format_float
 from .ordering import Estimate, from_seeds, test_pair
 from .reported import Paper
 from .specs import ResultRef, TableSpec
-from .stats import ALPHA, Test, holm
+from .stats import ALPHA, Test, compare, holm
 
-REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_EXERCISED, NOT_RUN, NOT_JUDGED = (
-    "reproduced", "contradicted", "inconclusive", "mechanism not exercised", "not run here", "value shown, not judged")
-VERDICTS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_EXERCISED, NOT_RUN, NOT_JUDGED)
+REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_EXERCISED, OUT_OF_RANGE, NOT_RUN, NOT_JUDGED, FIXED = (
+    "reproduced", "contradicted", "inconclusive", "mechanism not exercised", "out of range", "not run here",
+    "value shown, not judged", "fixed by the design")
+RESULTS_MISSING = "results missing (re-run snakemake)"  # this profile runs it and has no result: a record's verdict
+VERDICTS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_EXERCISED, OUT_OF_RANGE, RESULTS_MISSING, NOT_RUN, NOT_JUDGED)
 _SIGNS = {ast.Gt: 1, ast.GtE: 1, ast.Lt: -1, ast.LtE: -1}
 
 
@@ -55,6 +58,7 @@ class Side:
     experiments: tuple[str, ...] = ()
     proxies: tuple[str, ...] = ()     # "Avg PPL through Train dist. PPL": cells read from the column's order_proxy
     flags: tuple[str, ...] = ()       # cells outside their column's meaningful range (a Gen. PPL above uniform)
+    fixed: tuple[str, ...] = ()       # columns fixed by the design (NFE): shown, never judged
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,10 @@ class Part:
     def outcome(self) -> str:
         if self.missing:
             return NOT_RUN
+        if self.left.fixed or self.right.fixed:
+            return FIXED
+        if self.flags:
+            return OUT_OF_RANGE
         if self.idle:
             return NOT_EXERCISED
         if self.test is None or self.p_adjusted is None or self.p_adjusted >= ALPHA:
@@ -98,16 +106,25 @@ class Part:
         return REPRODUCED if self.d * self.sign > 0 else CONTRADICTED
 
     @property
+    def flags(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.left.flags + self.right.flags))
+
+    @property
     def reason(self) -> str:
         outcome = self.outcome
+        if outcome == FIXED:
+            return f"{', '.join(dict.fromkeys(self.left.fixed + self.right.fixed))}: fixed by the design"
+        if outcome == OUT_OF_RANGE:
+            return "; ".join(self.flags)
         if outcome == NOT_EXERCISED:
             return self.idle
         if outcome != INCONCLUSIVE:
             return ""
         if self.test is None:
             return "n=1"
-        effect = "" if self.paper_effect is None else f" (the paper's {self.paper_effect:.3g})"
-        return f"p={self.p_adjusted:.2g}; could see |d| ≥ {self.mde:.3g}{effect}"
+        if self.test.se == 0:
+            return "no difference and no spread"
+        return f"p={self.p_adjusted:.2g}; could see |d| ≥ {self.mde:.3g}"
 
 
 @dataclass(frozen=True)
@@ -124,22 +141,27 @@ class ClaimVerdict:
     printed: float | None = None
     scale: str = "reduced"
     idle: str = ""                          # a value claim: why an arm's mechanism was not exercised
+    printed_number: Printed | None = field(default=None, compare=False)  # the printed value with its precision
     not_run_refs: tuple[ResultRef, ...] = field(default=(), compare=False)  # what would fill the missing cells
 
     @property
     def verdict(self) -> str:
         if self.kind == "value":
             return self._value_verdict()
-        outcomes = [part.outcome for part in self.parts]
+        outcomes = [part.outcome for part in self.parts if part.outcome != FIXED]
         run = [outcome for outcome in outcomes if outcome != NOT_RUN]
+        if not outcomes:
+            return NOT_JUDGED  # every part compares quantities fixed by the design
         if not run:
             return NOT_RUN
-        for verdict in (CONTRADICTED, NOT_EXERCISED):
+        for verdict in (CONTRADICTED, NOT_EXERCISED, OUT_OF_RANGE):
             if verdict in run:
                 return verdict
         return REPRODUCED if all(outcome == REPRODUCED for outcome in run) else INCONCLUSIVE
 
     def _value_verdict(self) -> str:
+        if self.value is not None and self.value.flags:
+            return OUT_OF_RANGE
         if self.value is None or self.value.missing or self.value.ours is None:
             return NOT_RUN
         if self.idle:
@@ -149,7 +171,18 @@ class ClaimVerdict:
         low, high = self.interval or (None, None)
         if low is None:
             return INCONCLUSIVE
-        return REPRODUCED if low <= self.printed <= high else CONTRADICTED
+        return REPRODUCED if self._covers(low, high) else CONTRADICTED
+
+    def _covers(self, low: float, high: float) -> bool:
+        """Our 95 % interval meets the printed value, read as printed: within its rounding (half a unit in the
+        last place, twice that for '~'), or on the stated side of a bound ('<', '>')."""
+        number = self.printed_number
+        slack = number.half_unit * (2 if number.qualifier in ("~", "≈") else 1) if number else 0.0
+        if number is not None and number.qualifier == "<":
+            return low < self.printed
+        if number is not None and number.qualifier == ">":
+            return high > self.printed
+        return low - slack <= self.printed <= high + slack
 
     @property
     def interval(self) -> tuple[float, float] | None:
@@ -177,6 +210,8 @@ class ClaimVerdict:
         """Why the verdict: the parts that decide it, or what a value claim compares."""
         verdict = self.verdict
         if self.kind == "value":
+            if verdict == OUT_OF_RANGE:
+                return "; ".join(self.value.flags)
             if verdict == NOT_JUDGED and self.printed is None:
                 return "a comparison of a form the rule does not split into ordered parts (==, or, a chain)"
             if verdict == NOT_JUDGED:
@@ -191,6 +226,9 @@ def _split(node: ast.AST, printed: float | None) -> list[tuple[ast.AST, ast.AST,
     if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
         parts = [_split(value, None) for value in node.values]
         return None if any(part is None for part in parts) else [p for part in parts for p in part]
+    if isinstance(node, ast.Compare) and len(node.ops) > 1 and all(type(op) in _SIGNS for op in node.ops):
+        chain = [node.left, *node.comparators]  # a < b < c: a < b and b < c
+        return [(chain[k], chain[k + 1], _SIGNS[type(op)]) for k, op in enumerate(node.ops)]
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _SIGNS:
         left, right, sign = node.left, node.comparators[0], _SIGNS[type(node.ops[0])]
         if _is_call(right, "max" if sign > 0 else "min"):  # a >= max(b, c): a >= b and a >= c
@@ -202,6 +240,19 @@ def _split(node: ast.AST, printed: float | None) -> list[tuple[ast.AST, ast.AST,
             and _cites(node.left) and _cites(node.right)):  # a difference of cells; 100 - x is a value
         return [(node.left, node.right, 1 if printed > 0 else -1)]
     return None
+
+
+def _test(left: Side, right: Side) -> Test | None:
+    """The test of left - right; against a constant side (no cell), a one-sample test of ours against it."""
+    constant = [side for side in (left, right) if side.ours.n == 0]
+    if not constant:
+        return test_pair(left.ours, right.ours)
+    if len(constant) == 2 or left.ours.per_seed is None and right.ours.per_seed is None:
+        return None
+    ours, fixed = (left, right) if right in constant else (right, left)
+    values = ours.ours.values() or {}
+    against = {seed: fixed.ours.mean for seed in values}
+    return compare(values, against, same_order=True) if ours is left else compare(against, values, same_order=True)
 
 
 def _cites(node: ast.AST) -> bool:
@@ -223,25 +274,37 @@ class ClaimJudge:
         self.resolver, self.mechanisms, self.scale = resolver, mechanisms, scale
         self.numbers = {ref: printed.value for ref, printed in paper.numbers().items()}
 
-    def side(self, node: ast.AST) -> Side:
+    def side(self, node: ast.AST, through_proxy: bool = False) -> Side:
+        """One side on the paper's cells and on ours. ``through_proxy``: every cell whose column names an
+        ``order_proxy`` is read through it (a part compares like with like: all through the proxy, or none).
+        A side that cites no cell is a constant, the same for the paper and for every seed of ours."""
         expression = Expression(ast.unparse(node), self.resolver)
         refs = expression.refs
-        paper = float(expression.evaluate(self.numbers)) if refs and all(r in self.numbers for r in refs) else None
-        found, proxies = {}, []
+        if not refs:
+            value = float(expression.evaluate({}))
+            return Side(self.words(node), value, Estimate(value, 0.0, 0, None, None), ())
+        paper = float(expression.evaluate(self.numbers)) if all(r in self.numbers for r in refs) else None
+        paper = paper if paper is None or math.isfinite(paper) else None
+        found, proxies, fixed = {}, [], []
         for ref in refs:
-            found[ref] = self.reproduce(ref)[1]
-            proxy = self.specs[ref[0]].column_by_id[ref[2]].order_proxy
-            if found[ref] is None and proxy and (stand_in := self.reproduce((ref[0], ref[1], proxy))[1]) is not None:
-                found[ref] = stand_in
-                columns = self.specs[ref[0]].column_by_id
+            columns = self.specs[ref[0]].column_by_id
+            proxy = columns[ref[2]].order_proxy
+            if through_proxy and proxy:
+                found[ref] = self.reproduce((ref[0], ref[1], proxy))[1]
                 proxies.append(f"{columns[ref[2]].label} through {columns[proxy].label}")
+            else:
+                found[ref] = self.reproduce(ref)[1]
+            if columns[ref[2]].fixed:
+                fixed.append(columns[ref[2]].label)
         missing = tuple(ref for ref, reproduced in found.items() if reproduced is None)
-        if missing or not refs:
-            return Side(self.words(node), paper, None, missing)
+        if missing:
+            return Side(self.words(node), paper, None, missing, fixed=tuple(dict.fromkeys(fixed)))
         seeds = sorted(set.intersection(*(set(r.per_seed) for r in found.values())))
         if not seeds:
             return Side(self.words(node), paper, None, tuple(refs))
         per_seed = {seed: float(expression.evaluate({ref: r.per_seed[seed] for ref, r in found.items()})) for seed in seeds}
+        if not all(math.isfinite(value) for value in per_seed.values()):  # our values make it undefined (x / 0)
+            return Side(self.words(node), paper, None, (), flags=("our values make the formula undefined",))
         orders = {}
         for seed in seeds:
             signatures = {r.orders.get(seed, "") for r in found.values()}
@@ -250,7 +313,21 @@ class ClaimJudge:
         experiments = tuple(dict.fromkeys(e for r in found.values() for e in r.experiments))
         flags = tuple(dict.fromkeys(flag for ref, r in found.items() if (flag := self.flag_of(ref, r))))
         return Side(self.words(node), paper, from_seeds(per_seed, orders), (), experiments,
-                    tuple(dict.fromkeys(proxies)), flags)
+                    tuple(dict.fromkeys(proxies)), flags, tuple(dict.fromkeys(fixed)))
+
+    def sides(self, *nodes: ast.AST) -> list[Side]:
+        """The sides of one part (or a value claim's one side) read alike: directly when every cell has a value
+        of ours, otherwise all through their columns' proxies when that fills every cell."""
+        direct = [self.side(node) for node in nodes]
+        if not any(side.missing for side in direct):
+            return direct
+        proxied = [self.side(node, through_proxy=True) for node in nodes]
+        return proxied if not any(side.missing for side in proxied) and any(s.proxies for s in proxied) else direct
+
+    def _idle(self, sides: list[Side]) -> str:
+        """Why a part is not judged: an arm's mechanism not exercised, a cell out of its range."""
+        experiments = tuple(e for side in sides for e in side.experiments)
+        return "; ".join(filter(None, [unexercised(self.mechanisms, experiments), *(f for s in sides for f in s.flags)]))
 
     def judge(self, check: Check, claim_id: str) -> ClaimVerdict | None:
         if not check.formula.refs:
@@ -258,19 +335,18 @@ class ClaimJudge:
         printed = check.printed.value if check.printed else None
         tree = ast.parse(check.formula.text, mode="eval").body
         split = _split(tree, printed)
-        common = dict(paper=self.paper.paper, id=claim_id, where=check.where, text=check.text, scale=self.scale)
+        common = dict(paper=self.paper.paper, id=claim_id, where=check.where, text=check.text, scale=self.scale,
+                      printed_number=check.printed)
         if split is None:
-            value = self.side(tree)
-            idle = "; ".join(filter(None, [unexercised(self.mechanisms, value.experiments), *value.flags]))
-            return ClaimVerdict(kind="value", value=value, printed=printed, idle=idle,
+            (value,) = self.sides(tree)
+            return ClaimVerdict(kind="value", value=value, printed=printed, idle=self._idle([value]),
                                 not_run_refs=self._refs(value.missing), **common)
         drafts = []
         for left_node, right_node, sign in split:
-            left, right = self.side(left_node), self.side(right_node)
-            idle = "; ".join(filter(None, [unexercised(self.mechanisms, left.experiments + right.experiments),
-                                           *left.flags, *right.flags]))
-            test = test_pair(left.ours, right.ours) if left.ours and right.ours and not idle else None
-            drafts.append((left, right, sign, test, idle))
+            left, right = self.sides(left_node, right_node)
+            idle = "" if left.fixed or right.fixed else self._idle([left, right])
+            judged = left.ours and right.ours and not idle and not (left.fixed or right.fixed)
+            drafts.append((left, right, sign, _test(left, right) if judged else None, idle))
         tested = [k for k, draft in enumerate(drafts) if draft[3] is not None]
         adjusted = dict(zip(tested, holm([drafts[k][3].p for k in tested])))
         parts = tuple(Part(left, right, sign, test, adjusted.get(k), max(1, len(tested)), idle)
@@ -318,8 +394,11 @@ def claim_record(claim: ClaimVerdict, where_run: str = "") -> dict:
     """A claim as data (the report's first screen and ``<paper>/claims.json``); ``where_run`` names the
     profiles that run what this one does not."""
     verdict = claim.verdict
+    if verdict == NOT_RUN and where_run.startswith("this profile runs it but its results are missing"):
+        verdict = RESULTS_MISSING
     record = {"paper": claim.paper, "id": claim.id, "where": claim.where, "text": claim.text, "kind": claim.kind,
-              "verdict": verdict, "shown": ("proxy: " if claim.proxies and verdict != NOT_RUN else "") + verdict,
+              "verdict": verdict, "shown": ("proxy: " if claim.proxies and verdict not in (NOT_RUN, RESULTS_MISSING)
+                                            else "") + verdict,
               "reason": claim.reason, "partial": claim.partial, "proxies": claim.proxies,
               "not_run": where_run if verdict == NOT_RUN or claim.partial else "",
               "parts": [part_record(part) for part in claim.parts]}
@@ -327,7 +406,8 @@ def claim_record(claim: ClaimVerdict, where_run: str = "") -> dict:
         interval = claim.interval
         record["value"] = {"formula": claim.value.text if claim.value else "", "printed": claim.printed,
                            "paper": _number(claim.value.paper) if claim.value else None,
-                           "ours": _number(claim.value.ours.mean) if claim.value and claim.value.ours else None,
+                           "ours": _number(claim.value.ours.mean) if claim.value and claim.value.ours
+                           and claim.printed is not None else None,  # a comparison's truth value is no number
                            "n": claim.value.ours.n if claim.value and claim.value.ours else 0,
                            "ci_low": _number(interval[0]) if interval else None,
                            "ci_high": _number(interval[1]) if interval else None}

@@ -98,7 +98,10 @@ class Expression:
                 raise ExpressionError(f"constant {node.value!r} is not a number in {self.text!r}")
             return node.value
         if isinstance(node, ast.BinOp):
-            return _BINARY[type(node.op)](self._eval(node.left, values), self._eval(node.right, values))
+            left, right = self._eval(node.left, values), self._eval(node.right, values)
+            if isinstance(node.op, ast.Div) and right == 0:
+                return math.nan  # undefined: the caller says so (a claim on our values, an audit check)
+            return _BINARY[type(node.op)](left, right)
         if isinstance(node, ast.UnaryOp):
             operand = self._eval(node.operand, values)
             return not operand if isinstance(node.op, ast.Not) else (-operand if isinstance(node.op, ast.USub) else operand)

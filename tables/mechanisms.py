@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
 
-from .results import Metric, Reproduced, first_seed_result
+from .results import Metric, Reproduced, result_files
+from .validation import DataError
 
 EVAL = "mechanisms"
 INTACT = "mech/intact_nll"
@@ -48,7 +49,7 @@ class CheckVerdict:
         if self.value is None:
             return None
         if self.kind == "spread":
-            return abs(self.value) >= self.threshold
+            return abs(self.value) > self.threshold
         return self.value > self.threshold
 
     @property
@@ -56,9 +57,9 @@ class CheckVerdict:
         """"swap 0.0001 < 0.012 (3 × seed sd, n=3)"."""
         if self.value is None:
             return f"{self.name}: no value"
-        shown = abs(self.value) if self.kind == "spread" else self.value
-        relation = (">=" if self.kind == "spread" else ">") if self.passed else "<" if self.kind == "spread" else "<="
-        return f"{self.name} {shown:.3g} {relation} {self.threshold:.3g} ({self.basis})"
+        shown = f"|{self.value:.3g}|" if self.kind == "spread" else f"{self.value:.3g}"  # the sign kept
+        relation = ">" if self.passed else "<="
+        return f"{self.name} {shown} {relation} {self.threshold:.3g} ({self.basis})"
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,13 @@ class Mechanism:
         return [check for check in self.checks if check.gate]
 
     @property
+    def checked(self) -> bool:
+        """Some gate check was run (a concept model without a ``mechanisms`` result is not checked)."""
+        return bool(self.gates)
+
+    @property
     def exercised(self) -> bool:
-        return all(check.passed for check in self.gates)
+        return self.checked and all(check.passed for check in self.gates)
 
     @property
     def failed(self) -> list[CheckVerdict]:
@@ -84,16 +90,41 @@ class Mechanism:
 
     @property
     def reason(self) -> str:
-        """Why the mechanism is not exercised ("" when it is)."""
+        """Why the mechanism is not shown to be exercised ("" when it is)."""
+        if not self.checked:
+            return "mechanism not checked: no mechanisms evaluation with a gate check in this profile"
         return "mechanism not exercised: " + "; ".join(check.text for check in self.failed) if self.failed else ""
 
 
 def _declared_checks(root: Path, experiment: str) -> list[dict]:
-    path = first_seed_result(root, experiment, EVAL)
-    if path is None:
-        return []
-    details = json.loads(path.read_text()).get("details") or {}
-    return [check for check in details.get("checks") or [] if isinstance(check, dict)]
+    """The checks every seed's result declares (by name, in order); a check without a name or key is an error."""
+    declared: dict[str, dict] = {}
+    for path in sorted(root.glob(f"{experiment}/seed*/eval/{EVAL}.json")):
+        details = json.loads(path.read_text()).get("details") or {}
+        for position, check in enumerate(details.get("checks") or []):
+            if not isinstance(check, dict) or not {"name", "key"} <= check.keys():
+                raise DataError(path, None, f"details.checks.{position}", "a check needs a name and a key; re-run "
+                                "its mechanisms evaluation")
+            declared.setdefault(check["name"], check)
+    return list(declared.values())
+
+
+CONCEPT_FAMILIES = ("conceptlm", "contextlm", "dlcm", "ncm")
+
+
+def concept_experiments(root: Path) -> set[str]:
+    """Experiments of the runs to read whose model has a concept path (their recorded ``model.arch``)."""
+    found = set()
+    for path in result_files(root):
+        if path.parts[-4] in found:
+            continue
+        try:
+            arch = str(((json.loads(path.read_text()).get("config") or {}).get("model") or {}).get("arch", ""))
+        except (json.JSONDecodeError, AttributeError):
+            continue  # the tables' own reading names a malformed file
+        if any(family in arch for family in CONCEPT_FAMILIES):
+            found.add(path.parts[-4])
+    return found
 
 
 def judge(experiment: str, declared: list[dict], results: dict[Metric, Reproduced],
@@ -108,9 +139,9 @@ def judge(experiment: str, declared: list[dict], results: dict[Metric, Reproduce
         value = fmean(found.per_seed.values()) if found else None
         if check.get("kind") == "floor":
             threshold, basis = float(check["floor"]), "floor"
-        elif spread is not None:
+        elif spread is not None and SPREAD_FACTOR * spread > noise_floor:
             threshold, basis = SPREAD_FACTOR * spread, f"{SPREAD_FACTOR:g} × seed sd of {INTACT}, n={n}"
-        else:
+        else:  # one seed, or seeds that agree: the profile's noise floor
             threshold, basis = noise_floor, f"the profile's noise floor, n={n}"
         verdicts.append(CheckVerdict(check["name"], check["key"], check.get("kind", "spread"), bool(check.get("gate")),
                                      check.get("what", ""), value, threshold, basis, found.n if found else 0))
@@ -118,19 +149,28 @@ def judge(experiment: str, declared: list[dict], results: dict[Metric, Reproduce
 
 
 def load_mechanisms(root: Path, results: dict[Metric, Reproduced], noise_floor: float | None = None) -> dict[str, Mechanism]:
-    """experiment -> its judged mechanism checks, for every experiment with a ``mechanisms`` result."""
+    """experiment -> its judged mechanism checks, for every experiment with a ``mechanisms`` result and every
+    concept-model experiment without one (not checked: its verdicts are not shown as the mechanism's)."""
     floor = NOISE_FLOOR if noise_floor is None else noise_floor
-    experiments = sorted({experiment for experiment, eval_name, _ in results if eval_name == EVAL})
+    experiments = sorted({experiment for experiment, eval_name, _ in results if eval_name == EVAL}
+                         | concept_experiments(root))
     return {experiment: judge(experiment, _declared_checks(root, experiment), results, floor)
             for experiment in experiments}
 
 
 def unexercised(mechanisms: dict[str, Mechanism], experiments: tuple[str, ...]) -> str:
-    """Why any of ``experiments`` did not exercise its mechanism ("" when all did, or none was checked)."""
+    """Why any of ``experiments`` is not shown to exercise its mechanism ("" when all are, or none is a concept model)."""
     reasons = [f"{experiment}: {mechanisms[experiment].reason}" for experiment in dict.fromkeys(experiments)
                if experiment in mechanisms and not mechanisms[experiment].exercised]
     return "; ".join(reasons)
 
+
+
+def tally(mechanisms: dict[str, Mechanism]) -> str:
+    """"53 concept-model experiments: 15 ran the checks, 3 exercised their mechanism"."""
+    checked = [m for m in mechanisms.values() if m.checked]
+    return (f"{len(mechanisms)} concept-model experiments: {len(checked)} ran the mechanism checks, "
+            f"{sum(m.exercised for m in checked)} exercised their mechanism.")
 
 
 HEADER = ["Experiment", "Check", "Gate", "Value (mean)", "Must reach", "Basis", "Passed", "What it does"]
@@ -141,14 +181,15 @@ def mechanism_rows(experiments: dict[str, dict]) -> list[list[str]]:
     ``mechanisms.md`` and the report show."""
     return [[experiment, check["name"], "gate" if check["gate"] else "",
              "—" if check["value"] is None else f"{check['value']:.4g}",
-             ("|effect| ≥ " if check["kind"] == "spread" else "> ") + f"{check['threshold']:.3g}", check["basis"],
+             ("|effect| > " if check["kind"] == "spread" else "> ") + f"{check['threshold']:.3g}", check["basis"],
              {True: "yes", False: "no", None: "—"}[check["passed"]], check["what"]]
             for experiment, entry in experiments.items() for check in entry["checks"]]
 
 
 def mechanisms_json(mechanisms: dict[str, Mechanism]) -> dict:
     return {"rule": RULE, "experiments": {
-        experiment: {"exercised": mechanism.exercised, "reason": mechanism.reason, "n": mechanism.n,
+        experiment: {"exercised": mechanism.exercised, "checked": mechanism.checked, "reason": mechanism.reason,
+                     "n": mechanism.n,
                      "spread": mechanism.spread,
                      "checks": [{"name": c.name, "key": c.key, "kind": c.kind, "gate": c.gate, "value": c.value,
                                  "threshold": c.threshold, "basis": c.basis, "passed": c.passed, "what": c.what}
@@ -159,9 +200,7 @@ def mechanisms_json(mechanisms: dict[str, Mechanism]) -> dict:
 def mechanisms_markdown(mechanisms: dict[str, Mechanism]) -> str:
     from .render import markdown_grid
 
-    exercised = sum(mechanism.exercised for mechanism in mechanisms.values())
-    lines = ["# Mechanism checks: was each concept mechanism exercised?", "", RULE, "",
-             f"{exercised} of {len(mechanisms)} experiments exercised their mechanism.", ""]
+    lines = ["# Mechanism checks: was each concept mechanism exercised?", "", RULE, "", tally(mechanisms), ""]
     if mechanisms:
         lines += [markdown_grid(HEADER, mechanism_rows(mechanisms_json(mechanisms)["experiments"])), ""]
     return "\n".join(lines)

@@ -75,6 +75,8 @@ def same_order(a: Estimate, b: Estimate) -> bool:
     """Both rows ran the same seeds, each seed reading the same data in the same order."""
     if not a.orders or not b.orders or set(a.orders) != set(b.orders):
         return False
+    if any(e.per_seed is not None and set(e.per_seed) != set(e.orders) for e in (a, b)):
+        return False  # a seed whose data order is unknown: not paired
     return all(a.orders[seed] == b.orders[seed] for seed in a.orders)
 
 

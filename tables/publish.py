@@ -111,7 +111,8 @@ def write_tables(build: Build, out: Path, coverage: Coverage = Coverage()) -> di
         "reported_cells": {paper.paper: len(paper.cells) for paper in build.papers.values()},
         "flagged": summary(build), "verdicts": dict(verdicts), "order_rule": RULE, "alpha": ALPHA,
         "claims": {paper: _claim_counts(records) for paper, records in claims.items()},
-        "mechanisms": {experiment: {"exercised": mechanism.exercised, "reason": mechanism.reason,
+        "mechanisms": {experiment: {"exercised": mechanism.exercised, "checked": mechanism.checked,
+                                    "reason": mechanism.reason,
                                     "papers": sorted(_papers_of(build).get(experiment, ()))}
                        for experiment, mechanism in build.mechanisms.items()}}
     atomic_write_json(out / "index.json", index)

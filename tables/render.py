@@ -121,8 +121,10 @@ def analogue_of(view: TableView, column: str | None, rows) -> str:
 
 
 def column_title(view: TableView, order: ColumnOrder) -> str:
-    """The column's label; for a proxy, which of our columns stands in for it."""
-    label = view.spec.column_by_id[order.column].label
+    """The column's label; for a proxy, which of our columns stands in for it; for a "closer to" column, the
+    distance its pairs compare (|Realised ratio − 4|)."""
+    column = view.spec.column_by_id[order.column]
+    label = column.label if column.closer_to is None else f"|{column.label} − {column.closer_to}|"
     if order.proxy:
         label = f"{label} (paper) against {view.spec.column_by_id[order.proxy].label} (ours, a proxy)"
     return label
@@ -171,6 +173,14 @@ def _paper_difference(view: TableView, order: ColumnOrder, pair: PairVerdict) ->
     return format_at(pair.paper_difference, max(number.decimals for number in printed))
 
 
+def _paper_values(view: TableView, order: ColumnOrder, pair: PairVerdict) -> dict:
+    """The paper's two values as the pair compares them: printed, or their distances for a "closer to" column."""
+    if view.spec.column_by_id[order.column].closer_to is None:
+        return {"paper_a": view.cells[pair.a, order.column].reported.display,
+                "paper_b": view.cells[pair.b, order.column].reported.display}
+    return {"paper_a": format_float(pair.reported[0]), "paper_b": format_float(pair.reported[1])}
+
+
 def pair_records(view: TableView) -> list[dict]:
     """Every compared pair of rows, with the strings the tables show (the findings quote these)."""
     records = []
@@ -182,8 +192,7 @@ def pair_records(view: TableView) -> list[dict]:
                 "column": order.column, "column_label": view.spec.column_by_id[order.column].label,
                 "column_title": column_title(view, order), "proxy": order.proxy or "",
                 "group": pair.group or "", "a": pair.a, "b": pair.b, "a_label": a.label, "b_label": b.label,
-                "paper_a": view.cells[pair.a, order.column].reported.display,
-                "paper_b": view.cells[pair.b, order.column].reported.display,
+                **_paper_values(view, order, pair),
                 "paper_difference": _paper_difference(view, order, pair),
                 "ours_a": format_float(pair.ours[0].mean), "ours_b": format_float(pair.ours[1].mean),
                 "d": format_float(pair.d), "se": format_float(se), "n_a": pair.ours[0].n, "n_b": pair.ours[1].n,

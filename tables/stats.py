@@ -12,7 +12,8 @@ tested at ``ALPHA`` two-sided:
 Within a family (the pairs of one column of one table; the parts of one claim) the p-values are
 adjusted by Holm-Bonferroni, which bounds the family-wise error at ``ALPHA``.  Beside each test the
 minimum detectable difference (MDE) of the design: the smallest |d| this spread and this number of
-seeds detect with probability ``POWER`` at the Bonferroni level ALPHA / m (Holm's first step), so an
+seeds detect with probability ``POWER`` at the Bonferroni level ALPHA / m (Holm's first step; the
+noncentral t of the test's df), so an
 inconclusive verdict says how large an effect the grid could have seen.
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean, stdev
 
-from scipy import stats
+from scipy import optimize, stats
 
 ALPHA = 0.05
 POWER = 0.80
@@ -58,8 +59,21 @@ class Test:
         return self.d - half, self.d + half
 
     def mde(self, family: int = 1, alpha: float = ALPHA, power: float = POWER) -> float:
-        """The smallest |d| detected with probability ``power`` at level alpha / family (two-sided)."""
-        return (_t(1 - alpha / (2 * family), self.df) + _t(power, self.df)) * self.se
+        """The smallest |d| detected with probability ``power`` at level alpha / family (two-sided): the
+        noncentrality at which the noncentral t of this test's df reaches that power, times se."""
+        critical = _t(1 - alpha / (2 * family), self.df)
+        if self.se == 0 or not math.isfinite(self.df):
+            return (critical + _t(power, self.df)) * self.se
+
+        def shortfall(delta: float) -> float:
+            upper, lower = float(stats.nct.sf(critical, self.df, delta)), float(stats.nct.cdf(-critical, self.df, delta))
+            upper = 1.0 if math.isnan(upper) else upper  # far out in the noncentral tail
+            return upper + (0.0 if math.isnan(lower) else lower) - power
+
+        high = critical + _t(power, self.df)  # the t + t approximation, a little short of the power
+        while shortfall(high) < 0:
+            high *= 1.5
+        return float(optimize.brentq(shortfall, 0.0, high)) * self.se
 
 
 def _t(q: float, df: float) -> float:

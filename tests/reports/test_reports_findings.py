@@ -43,7 +43,7 @@ def test_one_bullet_per_judged_group_with_the_known_verdicts(built):
         "Agrees: Base − ConceptLM (paper 2.0; ours 2 [1.5845, 2.4155]; n 3, 3); PM − ConceptLM (paper 1.0; ours 4 "
         "[3.7733, 4.2267]; n 3, 3). Differs: Base − PM (paper 1.0; ours -2 [-2.4155, -1.5845]; n 3, 3).",
         "Hand Table 1 · Train PPL · XS: agrees 0 / differs 0 / inconclusive 1 / not exercised 0. "
-        "Inconclusive: Base − ConceptLM (paper 1.0; ours 0.1 [-0.8068, 1.0068]; n 3, 3; p=0.77; could see |d| ≥ 1.72).",
+        "Inconclusive: Base − ConceptLM (paper 1.0; ours 0.1 [-0.8068, 1.0068]; n 3, 3; p=0.77; could see |d| ≥ 1.81).",
         "Hand Table 1 · Train PPL · M: agrees 0 / differs 0 / inconclusive 1 / not exercised 0. "
         "Inconclusive: Base − ConceptLM (paper 1.0; ours 1; n 1, 3; n=1: Base).",
     ]

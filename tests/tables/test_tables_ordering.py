@@ -37,8 +37,9 @@ def test_a_small_gap_is_inconclusive_with_the_smallest_difference_the_design_cou
     order = compare_order("ppl", {"base": (30.0, [20.0, 20.4, 19.6]), "pm": (29.0, [20.1, 20.5, 19.7])})
     verdict = pair(order, "base", "pm")
     assert verdict.p_adjusted >= 0.05 and verdict.outcome == "inconclusive"
-    t = stats.t.ppf(0.975, verdict.test.df) + stats.t.ppf(0.8, verdict.test.df)
-    assert verdict.mde == pytest.approx(t * verdict.se)
+    df, critical = verdict.test.df, stats.t.ppf(0.975, verdict.test.df)
+    delta = verdict.mde / verdict.se  # at the MDE the test rejects with probability 0.8 (noncentral t)
+    assert stats.nct.sf(critical, df, delta) + stats.nct.cdf(-critical, df, delta) == pytest.approx(0.8, abs=1e-6)
     assert verdict.reason == f"p={verdict.p_adjusted:.2g}; could see |d| ≥ {verdict.mde:.3g}"
     assert order.flips == [("base", "pm")]  # ordered against the paper, but within the noise: not a disagreement
     assert order.counts() == {"agrees": 0, "differs": 0, "inconclusive": 1, "not exercised": 0}

@@ -63,7 +63,7 @@ def test_each_pair_gets_its_known_verdict(case):
     assert order.proxy is None
     assert outcomes(order) == {("base_s", "pm_s"): ("differs", ""), ("base_s", "concept_s"): ("agrees", ""),
                                ("pm_s", "concept_s"): ("agrees", ""),
-                               ("base_xs", "concept_xs"): ("inconclusive", "p=0.77; could see |d| ≥ 1.72"),
+                               ("base_xs", "concept_xs"): ("inconclusive", "p=0.77; could see |d| ≥ 1.81"),
                                ("base_m", "concept_m"): ("inconclusive", "n=1")}
     assert order.verdict == "agrees 2 / differs 1 / inconclusive 2 / not exercised 0"
     assert [order.summary(group) for group in order.groups] == [
@@ -71,7 +71,7 @@ def test_each_pair_gets_its_known_verdict(case):
         "agrees 0 / differs 0 / inconclusive 1 / not exercised 0"]
     # the hand-made runs record no corpus and no profile: analogues, their order still judged
     assert view.cells["pm_s", "ppl"].verdict == "analogue; order agrees vs ConceptLM; differs vs Base"
-    assert view.cells["concept_xs", "ppl"].verdict == "analogue; order inconclusive vs Base (p=0.77; could see |d| ≥ 1.72)"
+    assert view.cells["concept_xs", "ppl"].verdict == "analogue; order inconclusive vs Base (p=0.77; could see |d| ≥ 1.81)"
     assert view.cells["concept_m", "ppl"].verdict == "analogue; order inconclusive vs Base (n=1)"
 
 
