@@ -17,7 +17,7 @@ from .expressions import Ref
 from .mechanisms import Mechanism, load_mechanisms, unexercised
 from .ordering import OUTCOMES, PROXY, ColumnOrder, compare_order
 from .reported import REPORTED, Paper, ReportedCell, load_reported
-from .results import SYNTHETIC, Metric, Reproduced, listed_runs, load_results, profile_facts
+from .results import SYNTHETIC, Metric, Reproduced, listed_runs, load_results, nonfinite_metrics, profile_facts
 from .specs import NO_CORPUS, SPECS, ResultRef, TableSpec, load_specs
 
 
@@ -76,6 +76,7 @@ class _Reproducer:
                  current: dict[str, list[str] | None] | None = None):
         self.specs, self.results, self.current = specs, results, current or {}
         self.measured = {(experiment, eval_name) for experiment, eval_name, _ in results}
+        self.nonfinite: dict[Metric, list[int]] = {}  # set by ``build``: seeds whose metric diverged
         self.formulas: dict[Ref, list[Check]] = {}
         for check in checks:
             self.formulas.setdefault(check.target, []).append(check)
@@ -164,6 +165,13 @@ def _distances(spec: TableSpec, pairs: dict, target: float | str) -> dict:
             per_seed = {seed: abs(value - paper_target) for seed, value in ours.per_seed.items()}
         out[row_id] = (abs(printed - paper_target), dataclasses.replace(ours, per_seed=per_seed))
     return out
+
+
+def diverged(spec: TableSpec, row: str, column: str, nonfinite: dict) -> str:
+    """The seeds whose value of this cell's metric is NaN or infinite ("" when none)."""
+    ref = spec.result_ref(row, column)
+    seeds = sorted({seed for metric in (ref.metrics if ref else ()) for seed in nonfinite.get(metric, ())})
+    return f"diverged: non-finite at seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))}" if seeds else ""
 
 
 def out_of_range(spec: TableSpec, row: str, column: str, ours: Reproduced | None, results: dict) -> str:
@@ -261,8 +269,11 @@ def _table_view(spec: TableSpec, paper: Paper | None, findings: dict[Ref, list[F
                         if reproduced and paper else "")  # our own tables have no paper quantity to stand in for
             cells[row.id, column.id] = CellView(paper.cells.get(ref) if paper else None, findings.get(ref, []),
                                                 reproduced, mapped, analogue=analogue,
-                                                flag=out_of_range(spec, row.id, column.id, reproduced, reproducer.results),
-                                                absent=reproducer.absent(ref) if mapped and not reproduced else "")
+                                                flag="; ".join(filter(None, [
+                                                    diverged(spec, row.id, column.id, reproducer.nonfinite),
+                                                    out_of_range(spec, row.id, column.id, reproduced, reproducer.results)])),
+                                                absent=(diverged(spec, row.id, column.id, reproducer.nonfinite)
+                                                        or reproducer.absent(ref)) if mapped and not reproduced else "")
     orders = {column.id: _column_order(spec, cells, column.id, column.id, mechanisms) for column in spec.columns
               if not column.fixed}
     for column in spec.columns:  # the paper's column against one of ours, where ours has no value of its own
@@ -288,6 +299,7 @@ def build(results_root: Path, specs_root: Path = SPECS, reported_root: Path = RE
     results = load_results(results_root)
     facts = profile_facts(results_root)
     mechanisms = load_mechanisms(results_root, results, facts.get("noise_floor"))
+    nonfinite = nonfinite_metrics(results_root)
     current: dict[str, list[str] | None] = {}
     for run, evals in listed_runs(results_root).items():
         known = current.get(run.parent.name, [])
@@ -308,6 +320,7 @@ def build(results_root: Path, specs_root: Path = SPECS, reported_root: Path = RE
         for finding in findings:
             by_target.setdefault(finding.check.target, []).append(finding)
         reproducer = _Reproducer(paper_specs, results, structural, current)
+        reproducer.nonfinite = nonfinite
         synthetic = facts["corpus"] in (None, SYNTHETIC)  # a hand-made folder without an index: as the default
         outcome.tables += [_table_view(_for_corpus(spec, synthetic), paper, by_target, reproducer, facts["scale"],
                                        synthetic, mechanisms) for spec in paper_specs.values()]
@@ -316,6 +329,8 @@ def build(results_root: Path, specs_root: Path = SPECS, reported_root: Path = RE
         if paper:
             judge = ClaimJudge(paper_specs, paper, reproducer.get, reproducer.result_refs,
                                _resolver(paper_specs, "", "", "", "cell"), mechanisms, facts["scale"],
-                               lambda ref, ours: out_of_range(paper_specs[ref[0]], ref[1], ref[2], ours, results))
+                               lambda ref, ours: "; ".join(filter(None, [
+                                   diverged(paper_specs[ref[0]], ref[1], ref[2], nonfinite),
+                                   out_of_range(paper_specs[ref[0]], ref[1], ref[2], ours, results)])))
             outcome.claims += [verdict for check in claims if (verdict := judge.judge(check, claim_id(check)))]
     return outcome

@@ -297,6 +297,9 @@ class ClaimJudge:
             if columns[ref[2]].fixed:
                 fixed.append(columns[ref[2]].label)
         missing = tuple(ref for ref, reproduced in found.items() if reproduced is None)
+        failed = tuple(dict.fromkeys(flag for ref in missing if (flag := self.flag_of(ref, None))))
+        if failed:  # every seed of a cell diverged (NaN): said, not "not run"
+            return Side(self.words(node), paper, None, (), flags=failed)
         if missing:
             return Side(self.words(node), paper, None, missing, fixed=tuple(dict.fromkeys(fixed)))
         seeds = sorted(set.intersection(*(set(r.per_seed) for r in found.values())))

@@ -152,6 +152,22 @@ def result_files(root: Path) -> list[Path]:
     return files
 
 
+def nonfinite_metrics(root: Path) -> dict[Metric, list[int]]:
+    """(experiment, eval, key) -> the seeds whose value is NaN or infinite (a diverged run): left out of the
+    means, and said so in the cells (``tables/build.py``)."""
+    out: dict[Metric, list[int]] = {}
+    for path in result_files(root):
+        match = _SEED.match(path.parts[-3])
+        try:
+            metrics = json.loads(path.read_text()).get("metrics") or {}
+        except (json.JSONDecodeError, AttributeError):
+            continue  # load_results names a malformed file
+        for key, value in metrics.items() if match else ():
+            if isinstance(value, float) and not math.isfinite(value):
+                out.setdefault((path.parts[-4], path.stem, key), []).append(int(match[1]))
+    return out
+
+
 def load_results(root: Path) -> dict[Metric, Reproduced]:
     """Every finite metric of every result file of the runs to read (``run_folders``), grouped over seeds,
     with the corpora of its runs and the caveats of its data."""

@@ -300,3 +300,20 @@ def test_a_value_at_paper_scale_is_read_with_its_printed_precision():
     exact = ClaimVerdict("p", "c", "w", "t", "value", value=Side("ratio", 3.92, ours, ()), printed=3.8, scale="paper",
                          printed_number=parse_printed("3.8"))
     assert exact.verdict == "contradicted"
+
+
+def test_a_diverged_seed_is_said_in_the_cell_and_stops_the_claim(hand_paper, tmp_path):
+    lines = [f"t1,{row},ppl,{ppl},1,perplexity,PPL,lower,pdf," for row, (ppl, _, _) in CASE.items()]
+    specs, reported = hand_paper(SPEC, lines, claims=CLAIMS, table="t1")
+    runs = tmp_path / "runs"
+    for experiment, (_, _, seeds) in CASE.items():
+        values = [float("nan") if experiment == "pm_s" else v for v in seeds]  # PM diverged at every seed
+        values = [float("inf") if (experiment, k) == ("concept_s", 2) else v for k, v in enumerate(values)]
+        write_results(runs, experiment, "ppl", [{"test/ppl": value} for value in values])
+    built = build(runs, specs, reported)
+    view = built.tables[0]
+    assert view.cells["pm_s", "ppl"].reproduced is None
+    assert view.cells["pm_s", "ppl"].verdict == "diverged: non-finite at seeds 0, 1, 2"
+    assert view.cells["concept_s", "ppl"].reproduced.n == 2 and "diverged: non-finite at seed 2" in view.cells["concept_s", "ppl"].verdict
+    claims = {claim.id: claim for claim in built.claims}
+    assert claims["pm_below_base_s"].verdict == "out of range" and "diverged" in claims["pm_below_base_s"].reason
