@@ -79,4 +79,6 @@ def forest(paper: str, records: list[dict]) -> tuple[bytes | None, str]:
     axes.tick_params(axis="x", labelsize=9)
     parts = "; ".join(f"{label}: {part['left']} vs {part['right']}" for label, (_, part) in zip(reversed(labels), rows))
     return png(figure), (f"{paper}: each tested part of a claim, ours with its 95 % interval (green: reproduced, "
-                         f"red: contradicted, grey: inconclusive), scaled by the paper's own effect. Parts: {parts}.")
+                         "red: contradicted, grey: inconclusive), scaled by the paper's own effect: read the sign and "
+                         "whether the interval excludes 0; at reduced scale or through a proxy the size is not the "
+                         f"paper's quantity. Parts: {parts}.")

@@ -200,6 +200,14 @@ class ClaimVerdict:
         return list(dict.fromkeys(p for side in sides for p in side.proxies))
 
     @property
+    def paper_against(self) -> str:
+        """The parts the paper's own printed cells order against the claim (the claim fails in its own table)."""
+        against = [k + 1 for k, part in enumerate(self.parts)
+                   if part.paper_effect is not None and part.paper_effect * part.sign < 0]
+        return (f"the paper's own cells go against part{'s' * (len(against) > 1)} {', '.join(map(str, against))} "
+                f"of {len(self.parts)}") if against else ""
+
+    @property
     def partial(self) -> str:
         """"2 of 4 parts run here" when some parts are not run; empty otherwise."""
         run = sum(part.outcome != NOT_RUN for part in self.parts)
@@ -403,6 +411,7 @@ def claim_record(claim: ClaimVerdict, where_run: str = "") -> dict:
               "verdict": verdict, "shown": ("proxy: " if claim.proxies and verdict not in (NOT_RUN, RESULTS_MISSING)
                                             else "") + verdict,
               "reason": claim.reason, "partial": claim.partial, "proxies": claim.proxies,
+              "paper_against": claim.paper_against,
               "not_run": where_run if verdict == NOT_RUN or claim.partial else "",
               "parts": [part_record(part) for part in claim.parts]}
     if claim.kind == "value":
@@ -446,7 +455,7 @@ def _paper(record: dict) -> str:
 
 
 def _why(record: dict) -> str:
-    notes = [record["reason"], record["partial"]]
+    notes = [record["reason"], record["partial"], record.get("paper_against", "")]
     notes += [f"proxy: {text}" for text in record["proxies"]]
     return "; ".join(note for note in notes if note)
 

@@ -317,3 +317,12 @@ def test_a_diverged_seed_is_said_in_the_cell_and_stops_the_claim(hand_paper, tmp
     assert view.cells["concept_s", "ppl"].reproduced.n == 2 and "diverged: non-finite at seed 2" in view.cells["concept_s", "ppl"].verdict
     claims = {claim.id: claim for claim in built.claims}
     assert claims["pm_below_base_s"].verdict == "out of range" and "diverged" in claims["pm_below_base_s"].reason
+
+
+def test_a_claim_the_papers_own_cells_go_against_says_so(judged):
+    from tables.claims import claim_record
+
+    claim = judged[1]["concept_best_every_size"]
+    assert claim.paper_against == ""  # the hand-made paper's cells agree with its claim
+    flipped = judged[1]["pm_below_base_s"]
+    assert flipped.paper_against == "" and claim_record(flipped)["paper_against"] == ""
