@@ -161,6 +161,25 @@ def test_invalid_profile_fails_before_any_job(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize("edit, message", [
+    (lambda text: text.replace("profile: micro\n", "profile: micro\nprofile: again\n", 1),
+     "key 'profile' appears twice in one mapping"),
+    (lambda text: text.replace("warmup_steps: 4", "warmup_steps: 400", 1),
+     "train.warmup_steps=400 exceeds train.steps=80: the learning rate would never finish warming up"),
+    (lambda text: text.replace("train_docs: 300", "train_docs: 300\n    nope: 1", 1),
+     "corpus.synthetic.nope: not a setting of the synthetic world; its settings are"),
+])
+def test_plain_snakemake_refuses_what_makes_pre_check_refuses(tmp_path, edit, message):
+    """Duplicate YAML keys, a warm-up longer than training, an unknown world setting: one line from plain
+    ``snakemake`` (the GPU and SLURM commands call it directly), before any job."""
+    text = yaml.safe_dump(micro_profile())
+    assert edit(text) != text
+    (tmp_path / "micro.yaml").write_text(edit(text))
+    run = snakemake(tmp_path, "-n")
+    assert run.returncode != 0 and message in run.stdout + run.stderr
+    assert "Traceback" not in run.stdout + run.stderr and not (tmp_path / "results").exists()
+
+
 PIQA_ROWS = [{"goal": "open a jar", "sol1": "twist the lid", "sol2": "eat the lid", "label": 0},
              {"goal": "dry hands", "sol1": "use a towel", "sol2": "use a rock", "label": 0},
              {"goal": "boil water", "sol1": "freeze it", "sol2": "heat it", "label": 1}]

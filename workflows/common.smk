@@ -9,13 +9,15 @@ import sys
 from pathlib import Path
 
 from workflows.experiments import (ConfigError, PAPERS, datasets, genppl_settings, kernel_benchmarks, local_tasks,
-                                   resolve, run_config, scaling_laws, validate, with_parents)
+                                   read_profile, resolve, run_config, scaling_laws, validate, with_parents)
 
 # A profile's `extends:` file is relative to the profile (the last --configfile; config/ by default).
 # Errors name that file.
 SOURCE = str(workflow.overwrite_configfiles[-1]) if workflow.overwrite_configfiles else "config/default.yaml"
 FOLDER = Path(SOURCE).parent if workflow.overwrite_configfiles else Path(workflow.basedir) / "config"
 try:
+    if workflow.overwrite_configfiles:  # Snakemake's loader lets a duplicate key win: read the file strictly too
+        read_profile(Path(SOURCE))
     PROFILE = validate(with_parents(dict(config), FOLDER, SOURCE), SOURCE)
 except ConfigError as error:
     raise WorkflowError(f"invalid profile: {error}") from None

@@ -81,6 +81,12 @@ def check_tables() -> None:
         raise ConfigError(f"{error}; fix the table spec or claim there") from None
 
 
+def read_profile(path: Path) -> dict:
+    """A profile file read strictly (duplicate keys and YAML syntax named with line and column): the same
+    reading for ``make``'s pre-check and the Snakefile, whose own YAML loader lets a duplicate key win."""
+    return _read_yaml(Path(path))
+
+
 def _read_yaml(path: Path) -> dict:
     if not path.is_file():
         raise ConfigError(f"{path}: no such profile; see config/ for the available ones")
@@ -431,6 +437,11 @@ def _check_semantics(config: dict, exp: dict) -> None:
     problem = world_size_problem(train)
     if problem:
         raise ConfigError(problem)
+    # (an eval_interval above steps is a setting: validation runs after the last step only, trainer/metrics.py)
+    if isinstance(train.get("warmup_steps"), int) and isinstance(train.get("steps"), int) \
+            and train["warmup_steps"] > train["steps"]:
+        raise ConfigError(f"train.warmup_steps={train['warmup_steps']} exceeds train.steps={train['steps']}: the learning "
+                          f"rate would never finish warming up; set train.warmup_steps to at most {train['steps']}")
 
 
 def _check_evals(config: dict, exp: dict, spec, typed) -> None:
@@ -788,8 +799,14 @@ def _check_corpus(corpus: dict, source: str, files: bool = True) -> None:
     if corpus["source"] == "synthetic":
         from corpora.synthetic import WorldConfig
 
+        settings = corpus.get("synthetic", {})
+        known = [f.name for f in dataclasses.fields(WorldConfig)]
+        unknown = sorted(set(settings) - set(known))
+        if unknown:
+            raise ConfigError(f"{source}: corpus.synthetic.{unknown[0]}: not a setting of the synthetic world; its "
+                              f"settings are {', '.join(known)}")
         try:
-            WorldConfig(**corpus.get("synthetic", {}))
+            WorldConfig(**settings)
         except (TypeError, ValueError) as e:
             raise ConfigError(f"{source}: corpus.synthetic: {e}") from None
     elif corpus["source"] == "hf":
