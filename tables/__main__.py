@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -25,11 +26,20 @@ def main(argv: list[str] | None = None) -> int:
     command.add_argument("--reported", type=Path, default=REPORTED, help="reported numbers (default: tables/reported)")
     command.add_argument("--coverage", type=Path, help="profiles.json of `python -m workflows.coverage`: which "
                          "profile fills what this one does not reproduce")
+    command.add_argument("--expected", type=Path, help="each run's config hash as the profile resolves it now (the DAG "
+                         "writes it): results of another config are refused")
+    command.add_argument("--allow-stale", action="store_true", help="show results of another config, marked stale")
     args = parser.parse_args(argv)
     for flag, folder in (("--specs", args.specs), ("--reported", args.reported)):
         if not folder.is_dir():
             raise ReproError(f"{flag} {folder}: no such folder; give the {flag[2:]} folder or leave the default")
-    index = write_tables(build(args.results, args.specs, args.reported), args.out,
+    expected = None
+    if args.expected is not None:
+        try:
+            expected = json.loads(args.expected.read_text())
+        except (OSError, json.JSONDecodeError) as error:
+            raise ReproError(f"--expected {args.expected}: unreadable ({error}); re-run snakemake to rewrite it") from None
+    index = write_tables(build(args.results, args.specs, args.reported, expected, args.allow_stale), args.out,
                          load_coverage(args.coverage, args.results))
     flagged = {paper: f"{counts['material']} material, {counts['rounding']} rounding"
                for paper, counts in index["flagged"].items()}

@@ -17,7 +17,8 @@ from .expressions import Ref
 from .mechanisms import Mechanism, load_mechanisms, unexercised
 from .ordering import OUTCOMES, PROXY, ColumnOrder, compare_order
 from .reported import REPORTED, Paper, ReportedCell, load_reported
-from .results import SYNTHETIC, Metric, Reproduced, listed_runs, load_results, nonfinite_metrics, profile_facts
+from .results import (SYNTHETIC, Metric, Reproduced, check_fresh, listed_runs, load_results, nonfinite_metrics,
+                      profile_facts, stale_results)
 from .specs import NO_CORPUS, SPECS, ResultRef, TableSpec, load_specs
 
 
@@ -292,11 +293,18 @@ def _for_corpus(spec: TableSpec, synthetic: bool) -> TableSpec:
     return dataclasses.replace(spec, columns=[column for column in spec.columns if not column.synthetic_only])
 
 
-def build(results_root: Path, specs_root: Path = SPECS, reported_root: Path = REPORTED) -> Build:
-    """Load everything, check everything, merge reproduced results."""
+def build(results_root: Path, specs_root: Path = SPECS, reported_root: Path = REPORTED,
+          expected: dict[str, dict] | None = None, allow_stale: bool = False) -> Build:
+    """Load everything, check everything, merge reproduced results. ``expected``: each run's config hash as
+    the profile resolves it now; results of another config are refused (``allow_stale``: marked stale)."""
+    stale = stale_results(results_root, expected) if allow_stale and expected else check_fresh(results_root, expected)
     specs = load_specs(specs_root)
     papers = load_reported(specs, reported_root)
     results = load_results(results_root)
+    if stale:  # shown, each cell of those runs saying so
+        runs = {Path(text.split(" (")[0]).parent.name: text for text in stale}
+        results = {metric: dataclasses.replace(value, caveats=value.caveats + (f"stale: {runs[metric[0]]}",))
+                   if metric[0] in runs else value for metric, value in results.items()}
     facts = profile_facts(results_root)
     mechanisms = load_mechanisms(results_root, results, facts.get("noise_floor"))
     nonfinite = nonfinite_metrics(results_root)

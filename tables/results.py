@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean, stdev
 
+from common.errors import ReproError
+from common.io import config_hash
+
 from .validation import DataError, schema, validate
 
 Metric = tuple[str, str, str]  # (experiment, eval, metric key)
@@ -150,6 +153,45 @@ def result_files(root: Path) -> list[Path]:
         found = sorted(run.glob("eval/*.json"))
         files += found if evals is None else [path for path in found if path.stem in evals]
     return files
+
+
+class StaleResultsError(ReproError):
+    """A result was made with another config than the profile resolves its run to today."""
+
+
+def stale_results(root: Path, expected: dict[str, dict]) -> list[str]:
+    """The runs whose results were made with another config than ``expected`` (``run -> {"hash", "sections"}``,
+    written from the profile as parsed now), each as "<run folder> (<differing sections>)"."""
+    stale = {}
+    for path in result_files(root):
+        run = f"{path.parts[-4]}/{path.parts[-3]}"
+        if run not in expected or run in stale:
+            continue
+        try:
+            result = json.loads(path.read_text())
+        except (json.JSONDecodeError, AttributeError):
+            continue  # load_results names a malformed file
+        if (result.get("provenance") or {}).get("config_hash") == expected[run]["hash"]:
+            continue
+        recorded, sections = result.get("config") or {}, expected[run].get("sections", {})
+        differ = sorted(key for key in recorded.keys() | sections.keys()
+                        if key not in recorded or sections.get(key) != config_hash(recorded[key]))
+        stale[run] = f"{root / run} ({', '.join(differ) or 'config'} differ)"
+    return list(stale.values())
+
+
+def check_fresh(root: Path, expected: dict[str, dict] | None) -> list[str]:
+    """Refuse results made with another config than the profile's (one line naming the runs, the differing
+    sections and the fix); ``expected`` None: nothing to check (a hand-made folder)."""
+    stale = stale_results(root, expected) if expected else []
+    if stale:
+        first = stale[0].split(" (")[0]
+        raise StaleResultsError(
+            f"{len(stale)} run(s) hold results of another config than the profile's: {'; '.join(stale[:3])}"
+            + (f"; and {len(stale) - 3} more" if len(stale) > 3 else "")
+            + f"; re-run them (snakemake --forcerun {first}/config.json, or delete the run folder), or build the "
+            "tables with --allow-stale to show them marked stale")
+    return stale
 
 
 def nonfinite_metrics(root: Path) -> dict[Metric, list[int]]:

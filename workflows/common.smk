@@ -139,6 +139,19 @@ def judge_flags():
     return " ".join(f"--judge {f'{JUDGES}/{j}' if j in EXPERIMENTS else j}" for j in GENPPL["judges"])
 
 
+def expected_configs_json():
+    """Each training run's config hash, and each section's, as the profile resolves it now: the tables refuse
+    results made with another config (a results folder copied in, or metadata lost with .snakemake)."""
+    from common.io import config_hash
+
+    expected = {}
+    for experiment, seed in runs():
+        run = run_config(PROFILE, experiment, seed)
+        expected[f"{experiment}/seed{seed}"] = {"hash": config_hash(run),
+                                                "sections": {key: config_hash(value) for key, value in run.items()}}
+    return json.dumps(expected, sort_keys=True, separators=(",", ":"))
+
+
 def runs_index_json():
     """The profile's run folders and the evaluations of each (tables/results.py reads only these, so a run
     or an evaluation dropped from the profile never reaches a table)."""

@@ -46,10 +46,14 @@ rule tables:
           for paper in TABLE_PAPERS],
     params:
         python=PYTHON,
+        expected=expected_configs_json(),
     log:
         f"{OUT}/logs/tables.log",
     shell:
-        logged(f"{{params.python}} -m tables build --results {RUNS} --out {OUT}/tables --coverage {{input.profiles}}")
+        # the runs' configs as the profile resolves them now: results of another config are refused
+        f"printf '%s\\n' {{params.expected:q}} > {OUT}/logs/expected_configs.json && "
+        + logged(f"{{params.python}} -m tables build --results {RUNS} --out {OUT}/tables --coverage {{input.profiles}}"
+                 f" --expected {OUT}/logs/expected_configs.json")
 
 
 rule report:
