@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -126,6 +127,22 @@ def test_changing_one_experiment_reruns_only_it(workdir):
     assert run.returncode == 0, run.stderr[-2000:]
     jobs = run.stdout
     assert "pm_s" in jobs and "experiment=base_s" not in jobs
+
+
+@pytest.mark.slow
+def test_results_of_another_config_are_refused_when_snakemake_lost_its_metadata(workdir, tmp_path):
+    """A results folder copied elsewhere (its .snakemake left behind), then the profile edited: Snakemake plans
+    no training, and the tables job refuses the runs made with the old settings in one line, with the fix."""
+    copy = tmp_path / "copy"
+    shutil.copytree(workdir, copy, ignore=shutil.ignore_patterns(".snakemake"))
+    config = micro_profile()
+    config["experiments"][1]["overrides"]["train.lr"] = 1e-3
+    (copy / "micro.yaml").write_text(yaml.safe_dump(config))
+    run = snakemake(copy, "--cores", "2")
+    assert run.returncode != 0
+    assert "rule pretrain" not in run.stdout + run.stderr  # nothing would have been re-trained
+    assert ("1 run(s) hold results of another config than the profile's: results/micro/runs/pm_s/seed0 (train differ); "
+            "re-run them (snakemake --forcerun results/micro/runs/pm_s/seed0/config.json") in run.stdout + run.stderr
 
 
 @pytest.mark.slow

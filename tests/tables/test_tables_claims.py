@@ -326,3 +326,26 @@ def test_a_claim_the_papers_own_cells_go_against_says_so(judged):
     assert claim.paper_against == ""  # the hand-made paper's cells agree with its claim
     flipped = judged[1]["pm_below_base_s"]
     assert flipped.paper_against == "" and claim_record(flipped)["paper_against"] == ""
+
+
+def test_results_of_another_config_are_refused_or_marked_stale(tmp_path):
+    from common.errors import ReproError
+    from common.io import config_hash
+
+    runs = tmp_path / "runs"
+    write_results(runs, "base_gpt2_s", "ppl", [{"test/ppl": 20.0}])
+    path = runs / "base_gpt2_s" / "seed0" / "eval" / "ppl.json"
+    result = json.loads(path.read_text())
+    config = {"seed": 0, "train": {"lr": 0.003}, "model": {"arch": "gpt2"}}
+    path.write_text(json.dumps({**result, "config": config, "provenance": {**result["provenance"],
+                                                                         "config_hash": config_hash(config)}}))
+    now = {**config, "train": {"lr": 0.001}}
+    expected = {"base_gpt2_s/seed0": {"hash": config_hash(now), "sections": {k: config_hash(v) for k, v in now.items()}}}
+    with pytest.raises(ReproError, match=r"1 run\(s\) hold results of another config than the profile's: "
+                                         r".*base_gpt2_s/seed0 \(train differ\)") as error:
+        build(runs, expected=expected)
+    assert "\n" not in str(error.value)
+    stale = build(runs, expected=expected, allow_stale=True)
+    cell = next(v for v in stale.tables if v.spec.table == "foundation").cells["base_gpt2_s", "test_ppl"]
+    assert cell.reproduced.mean == 20.0 and any(c.startswith("stale: ") for c in cell.reproduced.caveats)
+    assert build(runs, expected={"base_gpt2_s/seed0": {"hash": config_hash(config), "sections": {}}}).tables
