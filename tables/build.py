@@ -17,8 +17,8 @@ from .expressions import Ref
 from .mechanisms import Mechanism, load_mechanisms, unexercised
 from .ordering import OUTCOMES, PROXY, ColumnOrder, compare_order
 from .reported import REPORTED, Paper, ReportedCell, load_reported
-from .results import (SYNTHETIC, Metric, Reproduced, check_fresh, listed_runs, load_results, nonfinite_metrics,
-                      profile_facts, stale_results)
+from .results import (SYNTHETIC, Metric, Reproduced, check_fresh, common_orders, load_results, nonfinite_metrics,
+                      profile_facts, profile_runs)
 from .specs import NO_CORPUS, SPECS, ResultRef, TableSpec, load_specs
 
 
@@ -74,10 +74,10 @@ class _Reproducer:
     """Reproduced value of any cell: a result metric, or the paper's formula applied per seed."""
 
     def __init__(self, specs: dict[str, TableSpec], results: dict[Metric, Reproduced], checks: list[Check],
-                 current: dict[str, list[str] | None] | None = None):
+                 current: dict[str, list[str] | None] | None = None, nonfinite: dict[Metric, list[int]] | None = None):
         self.specs, self.results, self.current = specs, results, current or {}
         self.measured = {(experiment, eval_name) for experiment, eval_name, _ in results}
-        self.nonfinite: dict[Metric, list[int]] = {}  # set by ``build``: seeds whose metric diverged
+        self.nonfinite = nonfinite or {}  # seeds whose metric diverged (NaN, inf)
         self.formulas: dict[Ref, list[Check]] = {}
         for check in checks:
             self.formulas.setdefault(check.target, []).append(check)
@@ -89,6 +89,11 @@ class _Reproducer:
             self.memo[ref] = (False, None)  # guards against formula cycles
             self.memo[ref] = self._compute(ref)
         return self.memo[ref]
+
+    def flag(self, spec: TableSpec, row: str, column: str, ours: Reproduced | None) -> str:
+        """Why a cell's value means nothing: seeds that diverged, a value outside the column's range."""
+        return "; ".join(filter(None, [diverged(spec, row, column, self.nonfinite),
+                                       out_of_range(spec, row, column, ours, self.results)]))
 
     def absent(self, ref: Ref) -> str:
         """Why a mapped cell has no value: this profile does not run it, runs it without measuring it (a metric
@@ -130,19 +135,8 @@ class _Reproducer:
                     union = lambda field: tuple(dict.fromkeys(  # noqa: E731
                         item for _, reproduced in inputs for item in getattr(reproduced, field)))
                     return True, Reproduced(per_seed, union("experiments"), union("corpora"), union("caveats"),
-                                            _common_orders(per_seed, [reproduced for _, reproduced in inputs]))
+                                            common_orders(per_seed, [reproduced for _, reproduced in inputs]))
         return mapped, None
-
-
-def _common_orders(per_seed: dict[int, float], inputs: list[Reproduced]) -> dict[int, str]:
-    """seed -> data order of a value computed from several inputs, for the seeds where every input read the
-    same data in the same order (a formula over one run's metrics; across runs, only if they share it)."""
-    out = {}
-    for seed in per_seed:
-        signatures = {reproduced.orders.get(seed, "") for reproduced in inputs}
-        if len(signatures) == 1 and "" not in signatures:
-            out[seed] = signatures.pop()
-    return out
 
 
 def _distances(spec: TableSpec, pairs: dict, target: float | str) -> dict:
@@ -270,9 +264,7 @@ def _table_view(spec: TableSpec, paper: Paper | None, findings: dict[Ref, list[F
                         if reproduced and paper else "")  # our own tables have no paper quantity to stand in for
             cells[row.id, column.id] = CellView(paper.cells.get(ref) if paper else None, findings.get(ref, []),
                                                 reproduced, mapped, analogue=analogue,
-                                                flag="; ".join(filter(None, [
-                                                    diverged(spec, row.id, column.id, reproducer.nonfinite),
-                                                    out_of_range(spec, row.id, column.id, reproduced, reproducer.results)])),
+                                                flag=reproducer.flag(spec, row.id, column.id, reproduced),
                                                 absent=(diverged(spec, row.id, column.id, reproducer.nonfinite)
                                                         or reproducer.absent(ref)) if mapped and not reproduced else "")
     orders = {column.id: _column_order(spec, cells, column.id, column.id, mechanisms) for column in spec.columns
@@ -297,21 +289,18 @@ def build(results_root: Path, specs_root: Path = SPECS, reported_root: Path = RE
           expected: dict[str, dict] | None = None, allow_stale: bool = False) -> Build:
     """Load everything, check everything, merge reproduced results. ``expected``: each run's config hash as
     the profile resolves it now; results of another config are refused (``allow_stale``: marked stale)."""
-    stale = stale_results(results_root, expected) if allow_stale and expected else check_fresh(results_root, expected)
+    stale = check_fresh(results_root, expected, allow_stale)
     specs = load_specs(specs_root)
     papers = load_reported(specs, reported_root)
     results = load_results(results_root)
     if stale:  # shown, each cell of those runs saying so
-        runs = {Path(text.split(" (")[0]).parent.name: text for text in stale}
-        results = {metric: dataclasses.replace(value, caveats=value.caveats + (f"stale: {runs[metric[0]]}",))
-                   if metric[0] in runs else value for metric, value in results.items()}
+        results = {metric: dataclasses.replace(value, caveats=value.caveats + tuple(
+                       f"stale: {text}" for run, text in stale.items() if run.split("/")[0] == metric[0]))
+                   for metric, value in results.items()}
     facts = profile_facts(results_root)
     mechanisms = load_mechanisms(results_root, results, facts.get("noise_floor"))
     nonfinite = nonfinite_metrics(results_root)
-    current: dict[str, list[str] | None] = {}
-    for run, evals in listed_runs(results_root).items():
-        known = current.get(run.parent.name, [])
-        current[run.parent.name] = None if evals is None or known is None else sorted({*known, *evals})
+    current = profile_runs(results_root)
     outcome = Build(specs, papers, [], [], profile=facts, mechanisms=mechanisms)
     for paper_id in outcome.paper_order():
         paper_specs, paper = specs[paper_id], papers.get(paper_id)
@@ -327,8 +316,7 @@ def build(results_root: Path, specs_root: Path = SPECS, reported_root: Path = RE
         by_target: dict[Ref, list[Finding]] = {}
         for finding in findings:
             by_target.setdefault(finding.check.target, []).append(finding)
-        reproducer = _Reproducer(paper_specs, results, structural, current)
-        reproducer.nonfinite = nonfinite
+        reproducer = _Reproducer(paper_specs, results, structural, current, nonfinite)
         synthetic = facts["corpus"] in (None, SYNTHETIC)  # a hand-made folder without an index: as the default
         outcome.tables += [_table_view(_for_corpus(spec, synthetic), paper, by_target, reproducer, facts["scale"],
                                        synthetic, mechanisms) for spec in paper_specs.values()]
@@ -337,8 +325,6 @@ def build(results_root: Path, specs_root: Path = SPECS, reported_root: Path = RE
         if paper:
             judge = ClaimJudge(paper_specs, paper, reproducer.get, reproducer.result_refs,
                                _resolver(paper_specs, "", "", "", "cell"), mechanisms, facts["scale"],
-                               lambda ref, ours: "; ".join(filter(None, [
-                                   diverged(paper_specs[ref[0]], ref[1], ref[2], nonfinite),
-                                   out_of_range(paper_specs[ref[0]], ref[1], ref[2], ours, results)])))
+                               lambda ref, ours: reproducer.flag(paper_specs[ref[0]], ref[1], ref[2], ours))
             outcome.claims += [verdict for check in claims if (verdict := judge.judge(check, claim_id(check)))]
     return outcome

@@ -34,8 +34,9 @@ from .checks import Check, cell_label
 from .expressions import Expression, Ref
 from .mechanisms import Mechanism, unexercised
 from .numbers import Printed, format_float
-from .ordering import Estimate, from_seeds, test_pair
+from .ordering import Estimate, from_seeds, inconclusive_reason, test_pair
 from .reported import Paper
+from .results import common_orders
 from .specs import ResultRef, TableSpec
 from .stats import ALPHA, Test, compare, holm
 
@@ -118,13 +119,7 @@ class Part:
             return "; ".join(self.flags)
         if outcome == NOT_EXERCISED:
             return self.idle
-        if outcome != INCONCLUSIVE:
-            return ""
-        if self.test is None:
-            return "n=1"
-        if self.test.se == 0:
-            return "no difference and no spread"
-        return f"p={self.p_adjusted:.2g}; could see |d| ≥ {self.mde:.3g}"
+        return inconclusive_reason(self.test, self.p_adjusted, self.family) if outcome == INCONCLUSIVE else ""
 
 
 @dataclass(frozen=True)
@@ -316,11 +311,7 @@ class ClaimJudge:
         per_seed = {seed: float(expression.evaluate({ref: r.per_seed[seed] for ref, r in found.items()})) for seed in seeds}
         if not all(math.isfinite(value) for value in per_seed.values()):  # our values make it undefined (x / 0)
             return Side(self.words(node), paper, None, (), flags=("our values make the formula undefined",))
-        orders = {}
-        for seed in seeds:
-            signatures = {r.orders.get(seed, "") for r in found.values()}
-            if len(signatures) == 1 and "" not in signatures:
-                orders[seed] = signatures.pop()
+        orders = common_orders(seeds, found.values())
         experiments = tuple(dict.fromkeys(e for r in found.values() for e in r.experiments))
         flags = tuple(dict.fromkeys(flag for ref, r in found.items() if (flag := self.flag_of(ref, r))))
         return Side(self.words(node), paper, from_seeds(per_seed, orders), (), experiments,

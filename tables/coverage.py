@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .results import listed_runs, result_files
+from .results import profile_runs, result_files
 from .specs import ResultRef
 from .validation import DataError
 
@@ -57,10 +57,7 @@ class Coverage:
 
 def load_coverage(path: Path | None, results: Path) -> Coverage:
     """The profiles of ``path`` (none when None) and the runs of ``results`` (its runs index)."""
-    current: dict[str, list[str] | None] = {}
-    for run, evals in listed_runs(results).items():
-        known = current.get(run.parent.name) or []
-        current[run.parent.name] = None if evals is None else sorted({*known, *evals})
+    current = profile_runs(results)
     unavailable = _unavailable(results)
     measured = frozenset((path.parts[-4], path.stem) for path in result_files(results))
     if path is None:

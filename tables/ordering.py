@@ -89,6 +89,16 @@ def test_pair(a: Estimate, b: Estimate) -> Test | None:
     return welch(a.mean, a.std, a.n, b.mean, b.std, b.n)
 
 
+def inconclusive_reason(test: Test | None, p_adjusted: float | None, family: int) -> str:
+    """Why a tested difference is inconclusive: one seed, no spread, or the test's p beside the smallest
+    difference the design could have seen."""
+    if test is None:
+        return "n=1"
+    if test.se == 0:
+        return "no difference and no spread"
+    return f"p={p_adjusted:.2g}; could see |d| ≥ {test.mde(family):.3g}"
+
+
 @dataclass(frozen=True)
 class PairVerdict:
     """Rows a and b of one column: the paper's difference against ours, with our test."""
@@ -148,13 +158,7 @@ class PairVerdict:
         outcome = self.outcome
         if outcome == NOT_EXERCISED:
             return self.unexercised
-        if outcome != INCONCLUSIVE:
-            return ""
-        if self.test is None:
-            return "n=1"
-        if self.test.se == 0:
-            return "no difference and no spread"
-        return f"p={self.p_adjusted:.2g}; could see |d| ≥ {self.mde:.3g}"
+        return inconclusive_reason(self.test, self.p_adjusted, self.family) if outcome == INCONCLUSIVE else ""
 
     @property
     def verdict(self) -> str:

@@ -118,6 +118,26 @@ def run_folders(root: Path) -> list[Path]:
     return sorted(listed_runs(root))
 
 
+def profile_runs(root: Path) -> dict[str, list[str] | None]:
+    """experiment -> the evaluations this profile runs for it (None: every one found), from the runs index."""
+    current: dict[str, list[str] | None] = {}
+    for run, evals in listed_runs(root).items():
+        known = current.get(run.parent.name, [])
+        current[run.parent.name] = None if evals is None or known is None else sorted({*known, *evals})
+    return current
+
+
+def common_orders(seeds, inputs) -> dict[int, str]:
+    """seed -> data order of a value computed from several ``Reproduced`` inputs, for the seeds where every
+    input read the same data in the same order (one run's metrics; across runs, only if they share it)."""
+    out = {}
+    for seed in seeds:
+        signatures = {reproduced.orders.get(seed, "") for reproduced in inputs}
+        if len(signatures) == 1 and "" not in signatures:
+            out[seed] = signatures.pop()
+    return out
+
+
 def first_seed_result(root: Path, experiment: str, eval_name: str) -> Path | None:
     """The result file ``eval_name`` of the lowest seed of ``experiment`` among the runs and evaluations to
     read (``listed_runs``; seed 0 when it exists), for figures that read a result's details; None when there is none."""
@@ -159,10 +179,11 @@ class StaleResultsError(ReproError):
     """A result was made with another config than the profile resolves its run to today."""
 
 
-def stale_results(root: Path, expected: dict[str, dict]) -> list[str]:
-    """The runs whose results were made with another config than ``expected`` (``run -> {"hash", "sections"}``,
-    written from the profile as parsed now), each as "<run folder> (<differing sections>)"."""
-    stale = {}
+def stale_results(root: Path, expected: dict[str, dict]) -> dict[str, str]:
+    """Run ("<experiment>/seed<k>") -> "<run folder> (<differing sections> differ)" for the runs whose results
+    were made with another config than ``expected`` (``run -> {"hash", "sections"}``, from the profile as
+    parsed now)."""
+    stale: dict[str, str] = {}
     for path in result_files(root):
         run = f"{path.parts[-4]}/{path.parts[-3]}"
         if run not in expected or run in stale:
@@ -177,18 +198,18 @@ def stale_results(root: Path, expected: dict[str, dict]) -> list[str]:
         differ = sorted(key for key in recorded.keys() | sections.keys()
                         if key not in recorded or sections.get(key) != config_hash(recorded[key]))
         stale[run] = f"{root / run} ({', '.join(differ) or 'config'} differ)"
-    return list(stale.values())
+    return stale
 
 
-def check_fresh(root: Path, expected: dict[str, dict] | None) -> list[str]:
-    """Refuse results made with another config than the profile's (one line naming the runs, the differing
-    sections and the fix); ``expected`` None: nothing to check (a hand-made folder)."""
-    stale = stale_results(root, expected) if expected else []
-    if stale:
-        first = stale[0].split(" (")[0]
+def check_fresh(root: Path, expected: dict[str, dict] | None, allow_stale: bool = False) -> dict[str, str]:
+    """The stale runs (``stale_results``); unless ``allow_stale``, refused in one line naming the runs, the
+    differing sections and the fix. ``expected`` None: nothing to check (a hand-made folder)."""
+    stale = stale_results(root, expected) if expected else {}
+    if stale and not allow_stale:
+        texts, first = list(stale.values()), root / next(iter(stale))
         raise StaleResultsError(
-            f"{len(stale)} run(s) hold results of another config than the profile's: {'; '.join(stale[:3])}"
-            + (f"; and {len(stale) - 3} more" if len(stale) > 3 else "")
+            f"{len(texts)} run(s) hold results of another config than the profile's: {'; '.join(texts[:3])}"
+            + (f"; and {len(texts) - 3} more" if len(texts) > 3 else "")
             + f"; re-run them (snakemake --forcerun {first}/config.json, or delete the run folder), or build the "
             "tables with --allow-stale to show them marked stale")
     return stale

@@ -50,16 +50,22 @@ CLAIMS = """
 """
 
 
-@pytest.fixture
-def judged(hand_paper, tmp_path):
-    lines = []
-    for row, (ppl, avg, _) in CASE.items():
-        lines += [f"t1,{row},ppl,{ppl},1,perplexity,PPL,lower,pdf,", f"t1,{row},avg,{avg},1,perplexity,PPL,lower,pdf,"]
-    lines += ["t1,base_m,wiki,22.0,1,perplexity,PPL,lower,pdf,", "t1,concept_m,wiki,21.0,1,perplexity,PPL,lower,pdf,"]
-    specs, reported = hand_paper(SPEC, lines, claims=CLAIMS, table="t1")
+def hand_case(hand_paper, tmp_path, claims, avg=True, extra=(), values=lambda experiment, seeds: seeds):
+    """The known-answer paper of test_tables_verdicts with ``claims``: (specs, reported, runs); ``values`` may
+    change an experiment's per-seed Train PPL."""
+    lines = [f"t1,{row},{column},{value},1,perplexity,PPL,lower,pdf," for row, (ppl, avg_ppl, _) in CASE.items()
+             for column, value in (("ppl", ppl), ("avg", avg_ppl)) if avg or column == "ppl"]
+    specs, reported = hand_paper(SPEC, lines + list(extra), claims=claims, table="t1")
     runs = tmp_path / "runs"
     for experiment, (_, _, seeds) in CASE.items():
-        write_results(runs, experiment, "ppl", [{"test/ppl": value} for value in seeds])
+        write_results(runs, experiment, "ppl", [{"test/ppl": value} for value in values(experiment, seeds)])
+    return specs, reported, runs
+
+
+@pytest.fixture
+def judged(hand_paper, tmp_path):
+    specs, reported, runs = hand_case(hand_paper, tmp_path, CLAIMS, extra=[
+        "t1,base_m,wiki,22.0,1,perplexity,PPL,lower,pdf,", "t1,concept_m,wiki,21.0,1,perplexity,PPL,lower,pdf,"])
     built = build(runs, specs, reported)
     return built, {claim.id: claim for claim in built.claims}, write_tables(built, tmp_path / "tables"), tmp_path / "tables"
 
@@ -117,11 +123,7 @@ def test_constants_are_no_claim_about_runs(judged):
 
 
 def test_claims_of_an_arm_whose_mechanism_failed_are_not_exercised(hand_paper, tmp_path):
-    lines = [f"t1,{row},ppl,{ppl},1,perplexity,PPL,lower,pdf," for row, (ppl, _, _) in CASE.items()]
-    specs, reported = hand_paper(SPEC, lines, claims=CLAIMS, table="t1")
-    runs = tmp_path / "runs"
-    for experiment, (_, _, seeds) in CASE.items():
-        write_results(runs, experiment, "ppl", [{"test/ppl": value} for value in seeds])
+    specs, reported, runs = hand_case(hand_paper, tmp_path, CLAIMS, avg=False)
     checks = [{"name": "swap", "key": "mech/swap", "kind": "spread", "gate": True, "what": "another window's concepts"}]
     for seed, (intact, swap) in enumerate([(2.0, 0.0001), (2.1, 0.0002), (1.9, 0.0)]):
         path = runs / "concept_s" / f"seed{seed}" / "eval" / "mechanisms.json"
@@ -238,13 +240,7 @@ MORE = """
 
 @pytest.fixture
 def more(hand_paper, tmp_path):
-    lines = []
-    for row, (ppl, avg, _) in CASE.items():
-        lines += [f"t1,{row},ppl,{ppl},1,perplexity,PPL,lower,pdf,", f"t1,{row},avg,{avg},1,perplexity,PPL,lower,pdf,"]
-    specs, reported = hand_paper(SPEC, lines, claims=MORE, table="t1")
-    runs = tmp_path / "runs"
-    for experiment, (_, _, seeds) in CASE.items():
-        write_results(runs, experiment, "ppl", [{"test/ppl": value} for value in seeds])
+    specs, reported, runs = hand_case(hand_paper, tmp_path, MORE)
     # only Base has the real Avg PPL (its WikiText PPL): a part must not compare it with ConceptLM's proxy
     write_results(runs, "base_s", "lm_ppl", [{"wikitext/ppl": 40.0 + k} for k in range(3)])
     return {claim.id: claim for claim in build(runs, specs, reported).claims}
@@ -303,13 +299,11 @@ def test_a_value_at_paper_scale_is_read_with_its_printed_precision():
 
 
 def test_a_diverged_seed_is_said_in_the_cell_and_stops_the_claim(hand_paper, tmp_path):
-    lines = [f"t1,{row},ppl,{ppl},1,perplexity,PPL,lower,pdf," for row, (ppl, _, _) in CASE.items()]
-    specs, reported = hand_paper(SPEC, lines, claims=CLAIMS, table="t1")
-    runs = tmp_path / "runs"
-    for experiment, (_, _, seeds) in CASE.items():
-        values = [float("nan") if experiment == "pm_s" else v for v in seeds]  # PM diverged at every seed
-        values = [float("inf") if (experiment, k) == ("concept_s", 2) else v for k, v in enumerate(values)]
-        write_results(runs, experiment, "ppl", [{"test/ppl": value} for value in values])
+    def diverge(experiment, seeds):  # PM diverged at every seed, ConceptLM at its third
+        values = [float("nan") if experiment == "pm_s" else v for v in seeds]
+        return [float("inf") if (experiment, k) == ("concept_s", 2) else v for k, v in enumerate(values)]
+
+    specs, reported, runs = hand_case(hand_paper, tmp_path, CLAIMS, avg=False, values=diverge)
     built = build(runs, specs, reported)
     view = built.tables[0]
     assert view.cells["pm_s", "ppl"].reproduced is None
