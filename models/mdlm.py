@@ -23,7 +23,17 @@ group/mdlm @ c112c526, duo = s-sahoo/duo @ 7c9b498f):
 * **no time conditioning** (``time_conditioning: False``, both codebases): the network sees x_t only.
   The sources' DiT then feeds sigma = 0 to its adaLN, a constant learned modulation; our pre-norm
   blocks have none (ours: the backbone's own blocks, so the baseline matches the AR model's size and
-  conventions -- positions, init, dropout -- rather than the DiT's).
+  conventions -- width, init, dropout -- rather than the DiT's).
+* **positions**: the backbone's ``model.positional``. The sources' DiT (``model=small``; mdlm
+  models/dit.py, ``DIT.__init__`` / ``Rotary`` / ``DDiTBlock.forward``) has no position table: one
+  ``Rotary(hidden_size // n_heads)``, base 10000, "rotate half" pairing, applied to q and k (v left
+  as is) in every block, on every head dimension. ``positional: rotary`` (``rotary_pct`` 1.0,
+  ``rotary_base`` 10000) gives the same on the GPT-2 conventions: no ``wpe``, q and k rotated in each
+  block (``models.blocks.Rotary``, the same convention). Pythia and Llama
+  are rotary already (25 % and 100 % of the head). The GPT-2 default stays ``learned`` (``wpe``, as
+  the AR model); the profiles' MDLM experiments set rotary, because a bidirectional network over a
+  sequence that is mostly [MASK] gets its order only from the positions, and a learned table starting
+  at N(0, 0.02) learns that slowly (the profile comments give the measurement).
 * **loss** (duo ``MDLM.nll_per_token``, algo.py:104-111; mdlm ``_forward_pass_diffusion``):
   -log p_theta(x0 | x_t) * (-alpha'_t / (1 - alpha_t)) = -log p / t on masked positions, 0 elsewhere
   (SUBS); the sequence loss is the token-masked mean: the sum over every position divided by the
@@ -58,8 +68,8 @@ argmax (the greedy-tail sampler: lower Gen PPL and entropy), ``none`` leaves it 
 valid cache, and are skipped when nothing is masked any more (the output would not change; duo
 always calls the network for ``greedy``): ``nfe`` counts the calls actually made, <= steps + 1.
 
-Not reproduced (recorded here, not switches): the sources' DiT backbone (adaLN, rotary, dropout 0.1
-in ``model=small``; ours are the backbone's blocks, above), the EMA of the weights (0.9999, both
+Not reproduced (recorded here, not switches): the rest of the sources' DiT backbone (adaLN, dropout 0.1
+in ``model=small``; ours are the backbone's blocks, above; rotary is ``model.positional``), the EMA of the weights (0.9999, both
 codebases; the suite's trainer keeps none) and their optimiser recipe (AdamW 3e-4, no weight decay,
 constant LR after warm-up, digest §2.4: the profile's ``train`` settings decide). Semi-autoregressive
 sampling, the ``analytic`` predictor and nucleus sampling (duo ``p_nucleus``, default 1.0) are left out.
