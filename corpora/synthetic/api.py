@@ -7,6 +7,7 @@ splits are independent; the world is seeded by ``seed`` alone, so all splits spe
 """
 from __future__ import annotations
 
+import math
 from typing import Iterator
 
 import numpy as np
@@ -34,20 +35,42 @@ def concept_spans(marked: str) -> list[list[int]]:
 
 
 def generate_split(cfg: WorldConfig, split: str, seed: int) -> Iterator[dict]:
-    """The documents of one split, each with its exact log-probability, concept spans and records."""
+    """The documents of one split, each with its exact log-probability, concept spans and records.
+
+    With a latent topic (``cfg.n_topics``) the topic is drawn first (uniformly, from the document's
+    own stream) and ``logprob`` is the marginal over the topics, not the probability given the topic.
+    """
     n, w = cfg.docs(split), world(cfg, seed)
     for i in range(n):
         sampler = Sampler(np.random.default_rng([seed, SPLIT_STREAMS[split], i]))
-        doc_type, records = write_document(w, sampler)
+        topic = int(sampler.rng.integers(cfg.n_topics)) if cfg.n_topics else None
+        doc_type, records = write_document(w, sampler, topic)
         marked = sampler.marked()
-        yield {"id": f"{split}-{i}", "type": doc_type, "text": marked.replace(MARK, ""),
-               "logprob": sampler.logprob, "concepts": concept_spans(marked), "semantics": records}
+        text = marked.replace(MARK, "")
+        logprob = sampler.logprob if topic is None else _marginal(cfg, seed, text, {topic: sampler.logprob})
+        yield {"id": f"{split}-{i}", "type": doc_type, "text": text,
+               "logprob": logprob, "concepts": concept_spans(marked), "semantics": records}
+
+
+def _marginal(cfg: WorldConfig, seed: int, text: str, known: dict[int, float]) -> float:
+    """log sum_topic P(topic) P(text | topic), topics uniform; ``known`` holds already scored topics."""
+    logps = []
+    for topic in range(cfg.n_topics):
+        if topic not in known:
+            scorer = Scorer(text)
+            write_document(world(cfg, seed), scorer, topic)
+            known[topic] = scorer.finish()
+        logps.append(known[topic])
+    top = max(logps)
+    return top + math.log(math.fsum(math.exp(lp - top) for lp in logps)) - math.log(cfg.n_topics)
 
 
 def score_document(cfg: WorldConfig, seed: int, text: str) -> float:
     """Exact natural-log probability of a document (type choice and end of document included)."""
     if not isinstance(text, str):
         raise ValueError(f"text must be a str, got {type(text).__name__}")
+    if cfg.n_topics:  # a topic tilts probabilities only, so a text is in the language under all or none
+        return _marginal(cfg, seed, text, {})
     scorer = Scorer(text)
     write_document(world(cfg, seed), scorer)
     return scorer.finish()
@@ -56,5 +79,11 @@ def score_document(cfg: WorldConfig, seed: int, text: str) -> float:
 def enumerate_documents(cfg: WorldConfig, seed: int, limit: int = 200_000) -> Iterator[tuple[str, float]]:
     """Every (text, logprob) of a tiny world; ValueError (before yielding) if there are more than ``limit``."""
     w = world(cfg, seed)
-    runs = list(enumerate_paths(lambda chooser: write_document(w, chooser), limit))
-    yield from ((run.marked().replace(MARK, ""), run.logprob) for run in runs)
+    by_text: dict[str, list[float]] = {}
+    for topic in (range(cfg.n_topics) if cfg.n_topics else [None]):
+        prior = 0.0 if topic is None else -math.log(cfg.n_topics)
+        for run in enumerate_paths(lambda chooser: write_document(w, chooser, topic), limit):
+            by_text.setdefault(run.marked().replace(MARK, ""), []).append(run.logprob + prior)
+    for text, logps in by_text.items():
+        top = max(logps)
+        yield text, top + math.log(math.fsum(math.exp(lp - top) for lp in logps))

@@ -61,6 +61,10 @@ class WorldConfig:
     n_recipe_verbs: int = 16
     n_dialogue_verbs: int = 8
     lexicon_zipf: float = 0.6
+    # latent topic (0 = none): a per-document topic, never written, that favours its own share of
+    # every content category (world.TOPIC_CATEGORIES); the likelihood sums over the topics
+    n_topics: int = 0
+    topic_prob: float = 0.8
     # discourse
     new_entity_prob: float = 0.3
     new_subject_prob: float = 0.1
@@ -83,7 +87,10 @@ class WorldConfig:
     def __post_init__(self):
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.type == "int":
+            if f.name == "n_topics":
+                _check(isinstance(value, int) and not isinstance(value, bool) and value >= 0, f.name,
+                       f"must be 0 (no topic) or a positive integer, got {value!r}")
+            elif f.type == "int":
                 _check(isinstance(value, int) and not isinstance(value, bool) and value >= 1, f.name,
                        f"must be a positive integer, got {value!r}")
             elif not isinstance(value, (int, float)) or isinstance(value, bool):

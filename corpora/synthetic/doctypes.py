@@ -49,8 +49,9 @@ RECIPE_VERBS = {"mix": ("ingredient",), "add": ("ingredient", "tool"), "put": ("
 STEP_OPENERS = ("then", "next", "after that")
 
 
-def write_document(world, chooser) -> tuple[str, list[dict]]:
-    """Run one document through the chooser; returns its type and its records."""
+def write_document(world, chooser, topic: int | None = None) -> tuple[str, list[dict]]:
+    """Run one document through the chooser (as a document of ``topic``); returns its type and records."""
+    world = world.topic_view(topic)
     weights = {t: w for t, w in world.cfg.type_weights().items() if w > 0}
     total = sum(weights.values())
     menu = Menu()

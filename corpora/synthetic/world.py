@@ -7,6 +7,7 @@ words that a small BPE splits). Splits share the world and differ only in their 
 """
 from __future__ import annotations
 
+import copy
 import functools
 import math
 
@@ -18,14 +19,21 @@ from corpora.synthetic.render import FRAMES, FUNCTION_WORDS, Renderer
 
 WORLD_STREAM = 0  # the splits use streams 1, 2, 3 (see api.py); the invented lexicon uses 4
 LEXICON_STREAM = 4
+TOPIC_STREAM = 5
+# the content categories a latent topic tilts (names, numbers, units, durations, openers stay as they are)
+TOPIC_CATEGORIES = ("professions", "person_adjectives", "things", "thing_adjectives", "places", "settlements",
+                    "waters", "place_adjectives", "landmarks", "emotions", "adverbs", "times", "ingredients",
+                    "tools", "dish_kinds", "goods")
 
 
 class Category:
-    """An ordered list of words with Zipf probabilities over the order."""
+    """An ordered list of words with Zipf probabilities over the order (or the given weights)."""
 
-    def __init__(self, items, zipf: float):
+    def __init__(self, items, zipf: float, weights=None):
         self.words = list(items)
-        weights = np.arange(1, len(self.words) + 1, dtype=float) ** -zipf
+        if weights is None:
+            weights = np.arange(1, len(self.words) + 1, dtype=float) ** -zipf
+        weights = np.asarray(weights, dtype=float)
         self.probs = list(weights / weights.sum())
         self.logps = [math.log(p) for p in self.probs]
         self.index = {w: i for i, w in enumerate(self.words)}
@@ -69,6 +77,40 @@ class World:
         self.dialogue_verbs = words.DIALOGUE_VERBS[:cfg.n_dialogue_verbs]
         self.english = Renderer()
         self.memo: dict = {}  # menus that depend on the world only (see Discourse.memo)
+        self.topic_shares = self._topic_shares() if cfg.n_topics else None
+        self._views: dict[int, World] = {}
+
+    def _topic_shares(self) -> dict[str, list[int]]:
+        """Each content word's topic: a seeded uniform assignment, per category."""
+        rng = np.random.default_rng([self.seed, TOPIC_STREAM])
+        return {attr: [int(t) for t in rng.integers(self.cfg.n_topics, size=len(getattr(self, attr).words))]
+                for attr in TOPIC_CATEGORIES}
+
+    def topic_view(self, topic: int | None) -> "World":
+        """The world as a document of ``topic`` sees it (itself for None).
+
+        In each content category a word of the topic's share is drawn with probability ``topic_prob``
+        (Zipf weights renormalised within the share), any word with the rest:
+        ``p(w | topic) = (1 - topic_prob) p(w) + topic_prob p(w) [w in share] / p(share)``; a category
+        with an empty share keeps ``p(w)``. Views have their own menus.
+        """
+        if topic is None:
+            return self
+        if not 0 <= topic < self.cfg.n_topics:
+            raise ValueError(f"topic must be in [0, {self.cfg.n_topics}), got {topic}")
+        view = self._views.get(topic)
+        if view is None:
+            view = copy.copy(self)
+            view.memo, view._views = {}, {}
+            q = self.cfg.topic_prob
+            for attr in TOPIC_CATEGORIES:
+                cat, share = getattr(self, attr), np.array(self.topic_shares[attr]) == topic
+                p = np.array(cat.probs)
+                if share.any():
+                    p = (1 - q) * p + q * p * share / p[share].sum()
+                setattr(view, attr, Category(cat.words, 0.0, p))
+            self._views[topic] = view
+        return view
 
     def _region_names(self, rng) -> list[str]:
         """Distinct names of three syllables drawn from the name syllables (uniformly)."""
