@@ -12,9 +12,16 @@ dynamic chunking (goombalab/hnet @ 3673fe12, digested in ``anchors/NCM_DLCM.md``
    wide, bias-free, identity-initialised as H-Net dc.py:50-59), p_t = (1 - cos(q_{t-1}, k_t)) / 2 and
    p_1 = 1 (the first token always opens a segment). b_t = 1 means token t OPENS a new segment. Training
    draws b_t ~ Bernoulli(p~_t) with the temperature-sharpened p~_t = sigmoid((logit p_t - logit tau) /
-   alpha); inference takes b_t = [p_t >= tau] (tau = ``boundary_threshold`` = 0.5). The rule-based
+   alpha) (``sharpen``); inference takes b_t = [p_t >= tau] (tau = ``boundary_threshold`` = 0.5, §3.3).
+   The two rules realise different ratios from the same p: the compression loss sees training's b, so
+   it pulls training's ratio to R, and the threshold of inference then lands elsewhere (the boundaries
+   evaluation reports both). ``boundary_temperature: 0`` is H-Net's rule (dc.py: the same threshold in
+   training and inference, no sampling): one rule for the loss and for inference. The rule-based
    predictor (CN, §8.1) has no projections: p_t = (1 - cos(h_{t-1}, h_t)) / 2, b_t = [p_t >= tau] in
-   training and inference. Straight-through estimator (H-Net hnet.py STE, :20-30): the cross-attention
+   training and inference. §8.1 does not give its tau: ``boundary_calibration: quantile`` replaces the
+   fixed tau by a running quantile of p (a buffer, checkpointed with the weights): each training forward
+   takes the quantile above which a window of T tokens opens T / R segments and blends it in with
+   ``calibration_momentum``; inference uses the value as trained (either predictor). Straight-through estimator (H-Net hnet.py STE, :20-30): the cross-attention
    output of token t is multiplied by 1 + c_t - sg(c_t), c_t the probability of the decision taken
    (p~_t if b_t else 1 - p~_t): 1 in value, and the LM gradient reaches the router through it (and through
    the EMA below). ``router_lm_gradient: false`` cuts both: p then learns from L_aux alone (CN: "discrete
