@@ -99,3 +99,14 @@ def test_final_scores_judge_the_law_across_runs_at_their_last_points():
     swapped = {("a", 2e5): 3.2, ("b", 2e5): 3.0}  # right along each trajectory, wrong between runs
     scores = final_scores(pts, [swapped.get((p.run, p.D), p.loss) for p in pts], held=["c"])
     assert scores["law/r2_final"] == pytest.approx(1 - 0.08 / 0.02) and scores["law/final_mae"] == pytest.approx(0.2)
+
+
+def test_the_report_caption_says_when_the_constants_are_not_identifiable():
+    from reports.scaling_law import constants_sentence
+
+    lost = constants_sentence({"law/constants_identifiable": 0.0},
+                              {"identifiability": {"not_recovered": ["A_token", "t_token"]}}, ["t_data"])
+    assert lost == ("Constants not identifiable from this grid (synthetic losses from the fitted constants give back "
+                    "wrong A_token, t_token): only the prediction errors are reported.")
+    assert constants_sentence({"law/constants_identifiable": 1.0}, {}, ["t_data"]) == "Not determined by this grid: t_data."
+    assert constants_sentence({}, {}, []) == "Every constant is determined."
