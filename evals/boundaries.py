@@ -18,6 +18,10 @@ Metrics (``test/`` over every scored position, ``<type>/`` over the tokens of on
 
 * ``tokens_per_concept``: tokens / predicted boundaries (Table 5's realised ratio; for ``test/`` the
   window starts count, as in training); ``true_tokens_per_concept``: the world's own ratio;
+* ``test/tokens_per_concept_train_rule``: the same windows' ratio under training's decision rule applied
+  to the same p (a seeded draw from the sharpened Bernoulli when ``boundary_temperature`` > 0 with the
+  learned router; else the threshold, equal to ``test/tokens_per_concept``): the compression loss pulls
+  training's rule to R, and the gap between the two is what inference's threshold changes;
 * ``precision_tol{k}``, ``recall_tol{k}``, ``f1_tol{k}`` for k = 0 and 1: predicted against true
   boundaries, matched one to one within k tokens (greedy in order, per window);
 * two reference levels of ``test/f1_tol{k}``, chance and a rule with no parameters:
@@ -158,9 +162,22 @@ def prf(hits: int, n_pred: int, n_true: int) -> dict[str, float | None]:
 @torch.no_grad()
 def predicted_boundaries(model: DLCM, windows: torch.Tensor, batch_size: int) -> np.ndarray:
     """b (N, T) bool of every window in eval mode (b_0 = 1)."""
+    return both_rules(model, windows, batch_size)[0]
+
+
+@torch.no_grad()
+def both_rules(model: DLCM, windows: torch.Tensor, batch_size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """b (N, T) of every window under inference's rule (eval mode: [p >= tau]) and under training's rule
+    applied to the same p: a draw from the sharpened Bernoulli (seeded ``seed``) when training samples,
+    else the same threshold (then the two are equal)."""
     device = next(model.parameters()).device
-    return np.concatenate([model.run(windows[i:i + batch_size].to(device))["b"].cpu().numpy()
-                           for i in range(0, len(windows), batch_size)])
+    generator = torch.Generator(device=device).manual_seed(seed)
+    infer, train = [], []
+    for i in range(0, len(windows), batch_size):
+        out = model.run(windows[i:i + batch_size].to(device))
+        infer.append(out["b"].cpu().numpy())
+        train.append(model.decide(out["p"], sample=model.samples(), generator=generator)[0].cpu().numpy())
+    return np.concatenate(infer), np.concatenate(train)
 
 
 def shifted(pred: np.ndarray, mask: np.ndarray, offset: int) -> np.ndarray:
@@ -239,6 +256,15 @@ def parameter_share(model: DLCM) -> dict[str, float]:
     return {"params/non_embedding": total, "params/concept_share": concept / total}
 
 
+def decision_rules(model: DLCM) -> str:
+    """The two rules in words, with the tau in force (the calibrated one when ``boundary_calibration``)."""
+    cfg, tau = model.cfg, float(model.threshold())
+    train = (f"b ~ Bernoulli(sigmoid((logit p - logit tau) / {cfg.boundary_temperature:g}))" if model.samples()
+             else "the same threshold")
+    return (f"inference (test/tokens_per_concept): b = [p >= {tau:.4g}] ({cfg.boundary_predictor} predictor, "
+            f"tau {cfg.boundary_calibration}); training's rule (test/tokens_per_concept_train_rule): {train}")
+
+
 OVER = ("tokens_per_concept", "f1_tol0", "f1_tol1")
 
 
@@ -279,15 +305,15 @@ def evaluate_boundaries(final_dir: Path, tokens_dir: Path, out_path: Path, token
                                 f"{seq_len} (+1)")
     windows = gather_windows(tokens, np.arange(n_windows) * seq_len, seq_len)[0]
     truth = true_boundaries(Path(tokens_dir).parent / "corpus", tokenizer_path, tokens, n_windows * seq_len)
-    b = predicted_boundaries(model, windows, batch_size)
+    b, b_train = both_rules(model, windows, batch_size)
     metrics = {**boundary_scores(b, truth, seq_len), **parameter_share(model),
+               "test/tokens_per_concept_train_rule": b_train.size / max(int(b_train.sum()), 1),
                "model/target_ratio": model.cfg.target_ratio, "model/seq_len": seq_len,
                **training_ratio(Path(final_dir).parent)}
     metrics.update(over_training(model, manifest, Path(final_dir).parent, windows, truth, metrics, batch_size))
     details = {"windows": n_windows, "tokens": int(b.size), "types": truth.types,
                "true_concepts": truth.has_concepts, "anchors_inside_token": truth.anchors_inside_token,
-               "decisions": f"eval mode: b = [p >= {model.cfg.boundary_threshold}] "
-                            f"({model.cfg.boundary_predictor} predictor)",
+               "decisions": decision_rules(model),
                "tolerances": list(TOLERANCES), "matching": "one to one, greedy in order, per window",
                "training_ratio": "metric/ratio of train/metrics.jsonl: training's sampled boundaries"}
     result = result_record(manifest, out_path, metrics, details, t0)

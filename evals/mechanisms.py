@@ -225,8 +225,8 @@ def dlcm_checks(model: DLCM, windows: torch.Tensor, batch_size: int) -> tuple[di
     checks = [spread_check("swap", True, DLCM_WHAT["swap"]), spread_check("null_only", True, DLCM_WHAT["null_only"]),
               spread_check("zero", False, DLCM_WHAT["zero"])]
     details = {"family": "dlcm", "checks": checks, "interventions": dict(DLCM_WHAT), "concepts": sum(counts),
-               "decisions": f"eval mode: b = [p >= {model.cfg.boundary_threshold}] ({model.cfg.boundary_predictor} "
-                            "predictor)"}
+               "decisions": f"eval mode: b = [p >= {float(model.threshold()):.4g}] ({model.cfg.boundary_predictor} "
+                            f"predictor, tau {model.cfg.boundary_calibration})"}
     return metrics, details
 
 

@@ -9,6 +9,13 @@ ratio (the grid's R, as the paper's R in {2, 4, 8}; the realised ratio is record
 training tokens at the row. Every seed of an experiment is a run of its own; runs of ``holdout``
 experiments are left out of the fit and of the bootstrap and scored after it.
 
+**Identifiability.** The fitted constants are then taken as the truth: synthetic losses from them at
+exactly the fitted points (N, D, R, P), with the fit's own log-residual noise, are refitted
+(``evals.scaling_law.identifiability``). ``law/constants_identifiable`` is 1 when every constant comes back
+within ``identify_rel_tol``; when it is 0 the constants are left out of the metrics (kept in
+``details.fitted_constants``, with the check in ``details.identifiability``), ``details.caveats`` says
+"constants not identifiable from this grid", and only the prediction errors are reported.
+
 The result carries the constants (``law/<name>``, ``_lo``, ``_hi``, ``_determined``), R^2 on the fitted
 and on the held-out points, the same across runs at their last point (``final_scores``), and in ``details`` every point with the law's prediction (the figure), the
 runs and their checkpoints' sha256.
@@ -22,7 +29,7 @@ from pathlib import Path
 from common.errors import ReproError
 from common.io import atomic_write_json
 from evals.result import settings_record
-from evals.scaling_law import LawPoint, fit, fit_to_result, predict, r2_rmse
+from evals.scaling_law import LawPoint, fit, fit_to_result, identifiability, log_residual_sd, predict, r2_rmse
 from trainer.metrics import read_rows
 
 
@@ -73,6 +80,16 @@ def final_scores(points: list[LawPoint], predicted, held: list[str]) -> dict[str
             "law/heldout_final_mae": sum(abs(loss - y) for loss, y in out) / len(out) if out else None}
 
 
+NOT_IDENTIFIABLE = "constants not identifiable from this grid"
+
+
+def identify(result, fitted: list[LawPoint], settings: dict):
+    """``evals.scaling_law.identifiability`` on the fitted points, the truth being the fitted constants and
+    the noise the fit's own log-residual spread (``identify_rel_tol``, ``identify_draws`` of the settings)."""
+    return identifiability(fitted, result.constants, noise=log_residual_sd(result, fitted),
+                           draws=settings.get("identify_draws", 3), rel_tol=settings.get("identify_rel_tol", 0.25))
+
+
 def evaluate_law(law_id: str, settings: dict, runs: dict[str, Path], out_path: Path) -> dict:
     """Fit ``settings`` (a resolved ``scaling_laws`` entry: ``experiments``, ``holdout``, ``fit_from``,
     ``n_boot``) to ``runs`` (``{"<experiment>/seed<k>": folder}``); write and return the result."""
@@ -87,12 +104,45 @@ def evaluate_law(law_id: str, settings: dict, runs: dict[str, Path], out_path: P
     except ValueError as e:
         raise LawDataError(f"scaling_laws.{law_id}: {e}; widen the grid (scaling_laws.{law_id}.experiments)") from None
     predicted = predict(result, *([getattr(p, k) for p in points] for k in ("N", "D", "R", "P")))
-    metrics = {**fit_to_result(result), **final_scores(points, predicted, held)}
+    check = identify(result, [p for p in points if p.run not in held], settings)
+    metrics = {**fit_to_result(result, constants=check.identifiable), **final_scores(points, predicted, held),
+               "law/constants_identifiable": float(check.identifiable),
+               "law/constants_recovered": float(len(check.recovered))}
     details = {"law": settings["law"], "method": result.method, "ill_determined": list(result.ill_determined),
+               "identifiability": check.to_record(), "fitted_constants": result.constants,
                "runs": described, "heldout_runs": list(result.heldout_runs),
                "points": [{"run": p.run, "N": p.N, "D": p.D, "R": p.R, "P": p.P, "loss": p.loss,
                            "predicted": float(y), "heldout": p.run in held} for p, y in zip(points, predicted)],
                "note": "constants fitted at embedded scale: the paper publishes none (reported/dlcm/MISSING.md)"}
+    if not check.identifiable:
+        details["caveats"] = [NOT_IDENTIFIABLE]
     record = settings_record(law_id, settings, out_path, metrics, details, t0)
     atomic_write_json(out_path, record)
     return record
+
+
+def profile_grid(config: dict, law_id: str, vocab_size: int | None = None) -> tuple[list[LawPoint], list[LawPoint]]:
+    """The (N, D, R, P) points a profile's law would fit and hold out, before anything trains: each grid
+    experiment's model is built (vocabulary ``vocab_size``, default the profile's tokenizer's) for N and P
+    as its boundaries evaluation counts them (``evals.boundaries.parameter_share``), R its target, D the
+    tokens of the validation rows from ``fit_from`` on, one run per seed. Losses are placeholders (1.0):
+    the grid for ``evals.scaling_law.identifiability``. Returns (fitted, held out)."""
+    from evals.boundaries import parameter_share
+    from models.registry import build_model
+    from workflows.experiments import _law_tokens, resolve, scaling_laws
+
+    experiments = resolve(config)
+    settings = scaling_laws(config, experiments)[law_id]
+    vocab = vocab_size or config["tokenizer"]["vocab_size"]
+    fitted, held = [], []
+    for exp_id in settings["experiments"]:
+        exp = experiments[exp_id]
+        model = build_model({k: v for k, v in exp["model"].items() if k != "seq_len"}, vocab_size=vocab,
+                            seq_len=exp["model"]["seq_len"])
+        share = parameter_share(model)
+        for seed in exp["seeds"]:
+            for d in sorted(_law_tokens(exp, settings["fit_from"])):
+                point = LawPoint(f"{exp_id}/seed{seed}", share["params/non_embedding"], float(d),
+                                 float(model.cfg.target_ratio), share["params/concept_share"], 1.0)
+                (held if exp_id in settings["holdout"] else fitted).append(point)
+    return fitted, held

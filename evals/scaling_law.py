@@ -297,6 +297,19 @@ def _geomean(v: Iterable[float]) -> float:
     return float(np.exp(np.mean(np.log(list(v)))))
 
 
+def _best(data: _Data, huber_delta: float | None):
+    """The lowest-cost solution of the multi-start fit (``_starts``) and the starts."""
+    starts = _starts(data)
+    return min((_solve(s, data, huber_delta) for s in starts), key=lambda r: (r.cost, tuple(r.x))), starts
+
+
+def fit_constants(points: Sequence[LawPoint], huber_delta: float | None = 1e-3) -> dict[str, float]:
+    """The raw constants of the multi-start fit of ``points`` (what ``fit`` reports, without the bootstrap)."""
+    n_ref, d_ref = _geomean(p.N for p in points), _geomean(p.D for p in points)
+    best, _ = _best(_Data.of(points, n_ref, d_ref), huber_delta)
+    return dict(zip(NAMES, map(float, _raw(best.x, n_ref, d_ref))))
+
+
 def fit(points: Sequence[LawPoint], holdout_runs: Iterable[str] = (), *, n_boot: int = 200, seed: int = 0,
         huber_delta: float | None = 1e-3) -> LawFit:
     """Fit Eq. 22 on the points of every run not in ``holdout_runs``; score those runs; bootstrap over runs.
@@ -316,8 +329,7 @@ def fit(points: Sequence[LawPoint], holdout_runs: Iterable[str] = (), *, n_boot:
     _check(train)
     n_ref, d_ref = _geomean(p.N for p in train), _geomean(p.D for p in train)
     data = _Data.of(train, n_ref, d_ref)
-    starts = _starts(data)
-    best = min((_solve(s, data, huber_delta) for s in starts), key=lambda r: (r.cost, tuple(r.x)))
+    best, starts = _best(data, huber_delta)
     boot, ok = _bootstrap(best.x, fitted, n_boot, seed, n_ref, d_ref, huber_delta)
     lo, hi = (np.percentile(boot, q, axis=0) if ok else np.full(len(NAMES), np.nan) for q in (2.5, 97.5))
     const = _raw(best.x, n_ref, d_ref)
@@ -346,14 +358,15 @@ def _bootstrap(theta: np.ndarray, runs: dict[str, list[LawPoint]], n_boot: int, 
     return np.array(rows).reshape(-1, len(NAMES)), len(rows)
 
 
-def fit_to_result(fit: LawFit) -> dict[str, float | None]:
+def fit_to_result(fit: LawFit, constants: bool = True) -> dict[str, float | None]:
     """Flat metrics: ``law/<constant>`` (lower-cased: ``law/e0``, ``law/a_token``), ``_lo``, ``_hi``,
-    ``_determined`` (1/0), and the fit's scores."""
+    ``_determined`` (1/0), and the fit's scores; ``constants=False`` (a grid that fails ``identifiability``)
+    leaves the constants out: the scores alone are reported."""
     def num(v: float | None) -> float | None:
         return float(v) if v is not None and math.isfinite(v) else None
 
     out: dict[str, float | None] = {}
-    for k in NAMES:
+    for k in NAMES if constants else ():
         key = f"law/{k.lower()}"
         out.update({key: num(fit.constants[k]), f"{key}_lo": num(fit.lo[k]), f"{key}_hi": num(fit.hi[k]),
                     f"{key}_determined": float(k not in fit.ill_determined)})
@@ -363,3 +376,73 @@ def fit_to_result(fit: LawFit) -> dict[str, float | None]:
                 "law/heldout_runs": float(len(fit.heldout_runs)), "law/identifiable": float(fit.identifiable),
                 "law/boot_ok": float(fit.boot_ok)})
     return out
+
+
+# -- identifiability: can this grid give back constants it was generated from? ----------------------------
+
+ID_REL_TOL = 0.25   # a constant is recovered when the refit is within 25 % of the truth (gamma: of max(|gamma|, 1))
+ID_DRAWS = 3        # synthetic data sets per check (independent noise draws)
+
+
+@dataclass(frozen=True)
+class Identifiability:
+    """The known-answer check of ``identifiability``: the truth, each draw's refit, and the verdict."""
+
+    truth: dict[str, float]
+    refits: tuple[dict[str, float], ...]
+    rel_error: dict[str, float]  # the largest over the draws
+    recovered: tuple[str, ...]
+    noise: float
+    rel_tol: float
+    r2_synthetic: float | None  # R^2 of the worst draw's refit on its own synthetic points
+
+    @property
+    def identifiable(self) -> bool:
+        return len(self.recovered) == len(NAMES)
+
+    def to_record(self) -> dict:
+        return {"identifiable": self.identifiable, "truth": self.truth, "refits": list(self.refits),
+                "rel_error": self.rel_error, "recovered": list(self.recovered),
+                "not_recovered": [k for k in NAMES if k not in self.recovered], "noise_log_sd": self.noise,
+                "rel_tol": self.rel_tol, "draws": len(self.refits), "r2_synthetic": self.r2_synthetic}
+
+
+def _rel_error(k: str, got: float, want: float) -> float:
+    scale = max(abs(want), 1.0) if k in FREE else abs(want)
+    return abs(got - want) / scale if scale > 0 else math.inf
+
+
+def identifiability(points: Sequence[LawPoint], truth: dict[str, float], *, noise: float = 0.0,
+                    draws: int = ID_DRAWS, rel_tol: float = ID_REL_TOL, seed: int = 0,
+                    huber_delta: float | None = 1e-3) -> Identifiability:
+    """Known-answer check of the law on a grid: the losses at exactly ``points``' (N, D, R, P) are replaced by
+    Eq. 22 with the constants ``truth``, times exp(noise x standard normal) (``noise``: the log-residual
+    standard deviation of the real fit, so the synthetic data are as noisy as the real ones), and fitted by
+    the same multi-start fit as the real data (``fit_constants``: it does not start from the truth). The grid
+    identifies the constants when every one of them comes back within ``rel_tol`` of the truth (gamma: of
+    max(|gamma|, 1)) in each of ``draws`` noise draws (seeded ``seed``). A good R^2 on the synthetic points
+    with constants that do not come back is the signature of a grid that cannot tell them apart."""
+    points = list(points)
+    _check(points)
+    rng = np.random.default_rng(seed)
+    N, D, R, P = _columns(points, ("N", "D", "R", "P"))
+    clean = _law([truth[k] for k in NAMES], N, D, R, P)
+    refits, worst, r2 = [], {k: 0.0 for k in NAMES}, None
+    for _ in range(draws):
+        loss = clean * np.exp(noise * rng.standard_normal(len(clean)))
+        synthetic = [LawPoint(p.run, p.N, p.D, p.R, p.P, float(y)) for p, y in zip(points, loss)]
+        got = fit_constants(synthetic, huber_delta)
+        refits.append(got)
+        for k in NAMES:
+            worst[k] = max(worst[k], _rel_error(k, got[k], truth[k]))
+        score = r2_rmse(loss, _law([got[k] for k in NAMES], N, D, R, P))[0]
+        r2 = score if r2 is None or (score is not None and score < r2) else r2
+    recovered = tuple(k for k in NAMES if worst[k] <= rel_tol)
+    return Identifiability(dict(truth), tuple(refits), worst, recovered, noise, rel_tol, r2)
+
+
+def log_residual_sd(fit_result: LawFit, points: Sequence[LawPoint]) -> float:
+    """Standard deviation of log L - log L^ over ``points`` (the fitted ones): the check's noise level."""
+    N, D, R, P, L = _columns(points, ("N", "D", "R", "P", "loss"))
+    pred = _law([fit_result.constants[k] for k in NAMES], N, D, R, P)
+    return float(np.std(np.log(L) - np.log(pred)))

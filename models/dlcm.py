@@ -12,9 +12,16 @@ dynamic chunking (goombalab/hnet @ 3673fe12, digested in ``anchors/NCM_DLCM.md``
    wide, bias-free, identity-initialised as H-Net dc.py:50-59), p_t = (1 - cos(q_{t-1}, k_t)) / 2 and
    p_1 = 1 (the first token always opens a segment). b_t = 1 means token t OPENS a new segment. Training
    draws b_t ~ Bernoulli(p~_t) with the temperature-sharpened p~_t = sigmoid((logit p_t - logit tau) /
-   alpha); inference takes b_t = [p_t >= tau] (tau = ``boundary_threshold`` = 0.5). The rule-based
+   alpha) (``sharpen``); inference takes b_t = [p_t >= tau] (tau = ``boundary_threshold`` = 0.5, §3.3).
+   The two rules realise different ratios from the same p: the compression loss sees training's b, so
+   it pulls training's ratio to R, and the threshold of inference then lands elsewhere (the boundaries
+   evaluation reports both). ``boundary_temperature: 0`` is H-Net's rule (dc.py: the same threshold in
+   training and inference, no sampling): one rule for the loss and for inference. The rule-based
    predictor (CN, §8.1) has no projections: p_t = (1 - cos(h_{t-1}, h_t)) / 2, b_t = [p_t >= tau] in
-   training and inference. Straight-through estimator (H-Net hnet.py STE, :20-30): the cross-attention
+   training and inference. §8.1 does not give its tau: ``boundary_calibration: quantile`` replaces the
+   fixed tau by a running quantile of p (a buffer, checkpointed with the weights): each training forward
+   takes the quantile above which a window of T tokens opens T / R segments and blends it in with
+   ``calibration_momentum``; inference uses the value as trained (either predictor). Straight-through estimator (H-Net hnet.py STE, :20-30): the cross-attention
    output of token t is multiplied by 1 + c_t - sg(c_t), c_t the probability of the decision taken
    (p~_t if b_t else 1 - p~_t): 1 in value, and the LM gradient reaches the router through it (and through
    the EMA below). ``router_lm_gradient: false`` cuts both: p then learns from L_aux alone (CN: "discrete
@@ -129,6 +136,10 @@ class DLCMOptions:
     boundary_predictor: Literal["learned", "rule"] = "learned"  # learned: q/k cosine router (§3.3; H-Net dc.py) |
     #                                       rule: adjacent h (§8.1)
     boundary_threshold: float = 0.5       # tau: b = [p >= tau] at inference (§3.3: 0.5); the rule's tau (unreported)
+    boundary_calibration: Literal["fixed", "quantile"] = "fixed"  # fixed: tau = boundary_threshold | quantile:
+    #                                       tau a running quantile of p that opens T / R segments per window,
+    #                                       updated in training, frozen at inference (ours; §8.1's tau is unreported)
+    calibration_momentum: float = 0.1     # the quantile's EMA weight per training forward (ours)
     boundary_temperature: float = 0.5     # alpha of the training Bernoulli (§3.3; unreported, MISSING: ours);
     #                                       0 = the threshold in training too (H-Net dc.py samples nothing)
     d_scan: int | None = None             # width of q, k (CN, unreported); None = d_model (H-Net: Linear(d, d))
@@ -175,6 +186,9 @@ class DLCMOptions:
             raise ValueError(f"model.d_scan={self.d_scan}: use a positive width (None = d_model)")
         if not 0 < self.boundary_threshold < 1:
             raise ValueError(f"model.boundary_threshold={self.boundary_threshold}: use 0 < threshold < 1 (0.5, §3.3)")
+        if not 0 < self.calibration_momentum <= 1:
+            raise ValueError(f"model.calibration_momentum={self.calibration_momentum}: use 0 < momentum <= 1 "
+                             "(1 = each batch's own quantile)")
         if self.boundary_temperature < 0:
             raise ValueError(f"model.boundary_temperature={self.boundary_temperature}: use alpha >= 0 "
                              "(0 = the threshold in training too)")
@@ -265,6 +279,14 @@ class BoundaryRouter(nn.Module):
         cos = F.cosine_similarity(q[:, :-1], k[:, 1:], dim=-1)
         p = ((1 - cos) / 2).clamp(0.0, 1.0)
         return torch.cat([p.new_ones(p.shape[0], 1), p], dim=1)
+
+
+def sharpen(p: torch.Tensor, tau, alpha: float) -> torch.Tensor:
+    """Training's temperature-sharpened probability p~ = sigmoid((logit p - logit tau) / alpha) (§3.3;
+    p clamped to [P_CLAMP, 1 - P_CLAMP]): 1/2 at p = tau, the threshold [p >= tau] as alpha -> 0."""
+    pc = p.clamp(P_CLAMP, 1 - P_CLAMP)
+    tau = torch.as_tensor(tau, dtype=pc.dtype, device=pc.device)
+    return torch.sigmoid((torch.logit(pc) - torch.logit(tau)) / alpha)
 
 
 def segment_ids(b: torch.Tensor) -> torch.Tensor:
@@ -424,6 +446,9 @@ class DLCM(TokenLM):
         self.null_concept = nn.Parameter(torch.zeros(1, dc))   # what segment 0 attends to (ours, the shift's row 0)
         self.cross_blocks = nn.ModuleList(CrossBlock(cfg) for _ in range(cfg.n_cross))
         self.parser_stats = ParserStats()
+        if cfg.boundary_calibration == "quantile":  # checkpointed with the weights; used as is at inference
+            self.register_buffer("tau", torch.tensor(float(cfg.boundary_threshold)))
+            self.register_buffer("tau_updates", torch.tensor(0, dtype=torch.long))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -456,18 +481,40 @@ class DLCM(TokenLM):
             x = block(x)
         return x
 
-    def decide(self, p: torch.Tensor, forced: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def threshold(self) -> torch.Tensor | float:
+        """tau: ``boundary_threshold``, or the calibrated running quantile (``boundary_calibration: quantile``)."""
+        return self.tau if self.cfg.boundary_calibration == "quantile" else self.cfg.boundary_threshold
+
+    @torch.no_grad()
+    def calibrate(self, p: torch.Tensor) -> None:
+        """One training update of the calibrated tau: the quantile of p (positions >= 1) above which a
+        window of T tokens opens T / R segments (p_0 = 1 always opens one), blended into the running value
+        with ``calibration_momentum`` (the first update takes it whole). Under DDP the trainer's buffer
+        broadcast keeps rank 0's value on every rank."""
+        t = p.shape[1]
+        share = min(max((t / self.cfg.target_ratio - 1) / max(t - 1, 1), 0.0), 1.0)  # boundaries among t >= 1
+        q = torch.quantile(p[:, 1:].detach().float().flatten(), 1.0 - share)
+        m = 1.0 if int(self.tau_updates) == 0 else self.cfg.calibration_momentum
+        self.tau.mul_(1 - m).add_(m * q.to(self.tau.dtype))
+        self.tau_updates.add_(1)
+
+    def samples(self) -> bool:
+        """Whether training draws b from the sharpened Bernoulli (learned router, temperature > 0)."""
+        return self.cfg.boundary_predictor == "learned" and self.cfg.boundary_temperature > 0
+
+    def decide(self, p: torch.Tensor, forced: torch.Tensor | None = None,
+               sample: bool | None = None, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(b, c): boundaries (bool, b_0 = 1) and the probability of each decision taken (for the STE).
-        Training with the learned router samples from the sharpened p~; otherwise b = [p >= tau].
-        ``forced`` (bool (B, T)) replaces the decisions (analysis and tests)."""
+        Training with the learned router samples from the sharpened p~ (``sharpen``); otherwise b = [p >=
+        tau]. ``sample`` overrides the mode's choice (the boundaries evaluation's training rule, drawn with
+        ``generator``); ``forced`` (bool (B, T)) replaces the decisions (analysis and tests)."""
         cfg = self.cfg
-        if self.training and cfg.boundary_predictor == "learned" and cfg.boundary_temperature > 0:
-            pc = p.clamp(P_CLAMP, 1 - P_CLAMP)
-            tau = cfg.boundary_threshold
-            p_s = torch.sigmoid((torch.logit(pc) - math.log(tau / (1 - tau))) / cfg.boundary_temperature)
-            b = torch.rand_like(p_s) < p_s
+        tau = self.threshold()
+        if sample if sample is not None else (self.training and self.samples()):
+            p_s = sharpen(p, tau, cfg.boundary_temperature)
+            b = torch.rand(p_s.shape, generator=generator, device=p_s.device, dtype=p_s.dtype) < p_s
         else:
-            p_s, b = p, p >= cfg.boundary_threshold
+            p_s, b = p, p >= tau
         if forced is not None:
             b = forced.to(torch.bool)
         b = torch.cat([torch.ones_like(b[:, :1]), b[:, 1:]], dim=1)
@@ -494,6 +541,8 @@ class DLCM(TokenLM):
         cfg = self.cfg
         h = self.encode(idx)
         p = self.router(h)
+        if self.training and cfg.boundary_calibration == "quantile":
+            self.calibrate(p)
         p_lm = p if cfg.router_lm_gradient else p.detach()  # p as the LM loss sees it (STE gate, EMA)
         b, chosen = self.decide(p_lm, boundaries)
         seg = segment_ids(b)

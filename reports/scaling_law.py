@@ -1,7 +1,8 @@
 """DLCM's scaling-law fit (kind ``scaling_law``): the law's prediction against every observed validation
 loss of the grid (``details.points`` of a ``law`` result, ``evals/scaling_fit.py``), one colour per
 target R, held-out runs as crosses, the diagonal for a perfect fit; the caption gives R^2 on the fitted
-and held-out points and names the constants the grid cannot determine."""
+and held-out points and names the constants the grid cannot determine, or says that the constants are not
+identifiable from the grid (``law/constants_identifiable`` 0, ``evals/scaling_fit.py``)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,6 +24,16 @@ def read_points(result: dict) -> list[dict]:
         if not isinstance(point, dict) or not POINT_KEYS <= point.keys():
             raise ValueError(f"details.points[{i}] needs {', '.join(sorted(POINT_KEYS))}")
     return points
+
+
+def constants_sentence(metrics: dict, details: dict, unsure: list[str]) -> str:
+    """What the caption says of the constants: not identifiable (the known-answer check failed: only the
+    prediction errors count), else the ones the intervals leave undetermined."""
+    if metrics.get("law/constants_identifiable") == 0:
+        lost = (details.get("identifiability") or {}).get("not_recovered") or []
+        return ("Constants not identifiable from this grid" + (f" (synthetic losses from the fitted constants give "
+                f"back wrong {', '.join(lost)})" if lost else "") + ": only the prediction errors are reported.")
+    return f"Not determined by this grid: {', '.join(unsure)}." if unsure else "Every constant is determined."
 
 
 def law_fit(spec: dict, runs: Path) -> tuple[bytes | None, str]:
@@ -48,5 +59,5 @@ def law_fit(spec: dict, runs: Path) -> tuple[bytes | None, str]:
                f"R^2 {format_float(m.get('law/r2_fit'), 3) or 'n/a'}; held-out runs "
                f"{', '.join(result['details'].get('heldout_runs', [])) or 'none'}"
                + (f", R^2 {format_float(held, 3)}, RMSE {format_float(m.get('law/rmse_heldout'), 3)} nats" if held is not None else "")
-               + ". " + (f"Not determined by this grid: {', '.join(unsure)}." if unsure else "Every constant is determined."))
+               + ". " + constants_sentence(m, result["details"], unsure))
     return png(figure), caption

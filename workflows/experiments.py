@@ -556,7 +556,7 @@ def _check_data(config: dict, exp: dict, spec, typed) -> None:
                           f"model.seq_len: {P + L} (source and target) or {L} (the targets only)")
 
 
-LAW_DEFAULTS = {"holdout": [], "fit_from": 0.2, "n_boot": 200}
+LAW_DEFAULTS = {"holdout": [], "fit_from": 0.2, "n_boot": 200, "identify_rel_tol": 0.25, "identify_draws": 3}
 
 
 def scaling_laws(config: dict, experiments: dict, source: str = "config") -> dict[str, dict]:

@@ -93,6 +93,27 @@ def test_a_run_is_measured_end_to_end_with_its_training_ratio(world, dlcm_run, t
     # over training: the snapshots at steps 2 and 4, then the final weights
     assert [m[f"over/tokens_{i}"] for i in (1, 2, 3)] == [2 * 4 * L, 4 * 4 * L, 6 * 4 * L] and "over/tokens_4" not in m
     assert all(m[f"over/{k}_3"] == m[f"test/{k}"] for k in ("tokens_per_concept", "f1_tol0", "f1_tol1"))
+    # both decision rules on the same p: inference's threshold and training's sharpened Bernoulli (alpha 0.5)
+    assert m["test/tokens_per_concept_train_rule"] >= 1
+    assert "b = [p >= 0.5]" in result["details"]["decisions"] and "Bernoulli" in result["details"]["decisions"]
+
+
+def test_both_rules_agree_when_training_thresholds_and_differ_when_it_samples(world):
+    from evals.boundaries import both_rules
+    from models.registry import build_model
+
+    windows = torch.from_numpy(open_split(world["tokens"], "test")[:4 * L].astype("int64")).view(4, L)
+    shape = {"arch": "dlcm_gpt2", "d_model": 32, "n_layer": 2, "n_head": 2, "d_concept": 32, "concept_heads": 2,
+             "concept_layers": 1}
+    torch.manual_seed(0)
+    thresholded = build_model({**shape, "boundary_temperature": 0.0}, vocab_size=4096, seq_len=L).eval()
+    infer, train = both_rules(thresholded, windows, 2)
+    assert np.array_equal(infer, train)
+    torch.manual_seed(0)
+    sampled = build_model({**shape, "boundary_temperature": 0.5}, vocab_size=4096, seq_len=L).eval()
+    infer2, train2 = both_rules(sampled, windows, 2)
+    assert np.array_equal(infer2, infer) and not np.array_equal(train2, infer2)
+    assert np.array_equal(train2, both_rules(sampled, windows, 2)[1])  # seeded: the same draw
 
 
 def test_boundaries_over_training_score_each_snapshot_and_refuse_a_changed_one(world, dlcm_run, tmp_path):

@@ -172,6 +172,46 @@ def test_training_samples_the_sharpened_probability_with_a_straight_through_gate
     assert decoupled.router.q.weight.grad.abs().sum() > 0
 
 
+def test_calibrated_threshold_is_a_running_quantile_learned_in_training_and_kept_at_inference():
+    """boundary_calibration: quantile. The first training forward sets tau to the quantile of p (t >= 1)
+    that opens T / R segments per window; later ones blend with calibration_momentum; eval forwards read
+    tau and never move it; tau is in the state dict (checkpointed)."""
+    model = build("dlcm_gpt2-rule", boundary_calibration="quantile", calibration_momentum=0.5, target_ratio=4.0)
+    assert float(model.tau) == 0.5 and int(model.tau_updates) == 0 and "tau" in model.state_dict()
+    x = tokens(4, seed=3)
+    model.train()
+    p = model.router(model.encode(x))
+    share = (T / 4.0 - 1) / (T - 1)                       # boundaries among positions >= 1
+    first = torch.quantile(p[:, 1:].detach().flatten(), 1 - share)
+    out = model.run(x)
+    torch.testing.assert_close(model.tau, first)
+    assert int(model.tau_updates) == 1
+    assert out["b"].sum().item() == pytest.approx(4 * T / 4.0, abs=2)  # T / R boundaries per window, b_0 included
+    y = tokens(4, seed=9)
+    q2 = torch.quantile(model.router(model.encode(y))[:, 1:].detach().flatten(), 1 - share)
+    model.run(y)
+    torch.testing.assert_close(model.tau, 0.5 * first + 0.5 * q2)
+    tau = model.tau.clone()
+    model.eval().run(tokens(4, seed=11))
+    assert torch.equal(model.tau, tau)                   # inference reads tau, never moves it
+    fresh = build("dlcm_gpt2-rule", boundary_calibration="quantile")
+    fresh.load_state_dict(model.state_dict())
+    assert torch.equal(fresh.tau, tau) and int(fresh.tau_updates) == 2
+    out = model.run(y)
+    assert torch.equal(out["b"][:, 1:], out["p"][:, 1:] >= tau)
+
+
+def test_the_training_rule_can_be_applied_in_eval_mode():
+    """decide(sample=True) draws from the sharpened Bernoulli whatever the mode (the boundaries evaluation's
+    training rule); with a generator the draw is reproducible."""
+    model = build(boundary_temperature=0.5).eval()
+    p = torch.full((1, 20001), 0.6)
+    draw = lambda: model.decide(p, sample=True, generator=torch.Generator().manual_seed(3))[0]  # noqa: E731
+    assert torch.equal(draw(), draw())
+    assert abs(draw()[0, 1:].float().mean().item() - 0.6 ** 2 / (0.6 ** 2 + 0.4 ** 2)) < 0.01
+    assert model.decide(p)[0][0, 1:].all()               # eval's own rule: the threshold
+
+
 # --- realised ratio ------------------------------------------------------------------------------------------
 def test_realised_ratio_and_boundary_statistics_on_forced_boundaries():
     model = build().eval()
@@ -405,6 +445,8 @@ def test_flops_per_token_falls_with_the_compression_ratio():
     ({"concept_layers": 0}, "concept_layers"),
     ({"mup_base_width": 0}, "mup_base_width"),
     ({"mup_concept_lr_ratio": 0.0}, "mup_concept_lr_ratio"),
+    ({"calibration_momentum": 0.0}, "calibration_momentum"),
+    ({"boundary_calibration": "median"}, "boundary_calibration"),
 ])
 def test_bad_config_is_a_one_line_error_naming_the_key(fields, key):
     with pytest.raises(ValueError, match=rf"model\.{key}") as err:

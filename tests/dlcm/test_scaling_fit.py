@@ -54,9 +54,27 @@ def test_the_grid_becomes_points_and_the_fit_recovers_the_law(runs, tmp_path):
     assert m["law/r2_fit"] > 0.999 and m["law/r2_heldout"] > 0.99 and m["law/r2_final"] > 0.99
     assert m["law/final_mae"] < 0.01 and m["law/heldout_final_mae"] < 0.02
     assert m["law/e0"] == pytest.approx(TRUE["E0"], rel=0.05)
+    # noise-free losses of a 27-run grid: the known-answer check gives every constant back
+    assert m["law/constants_identifiable"] == 1.0 and m["law/constants_recovered"] == 11
+    assert d["identifiability"]["identifiable"] is True and d["identifiability"]["draws"] == 3
+    assert "caveats" not in d
     assert all(p["predicted"] == pytest.approx(p["loss"], rel=1e-2) for p in d["points"])
     assert d["runs"]["e_N2000000_R2_P0.3/seed0"] == {"N": 2e6, "P": 0.3, "R": 2, "realised_R": 1.8, "points": 9,
                                                     "checkpoint_sha256": "ab" * 32}
+
+
+def test_constants_that_do_not_come_back_are_not_reported(runs, tmp_path):
+    """A tolerance no refit meets: the constants leave the metrics, the scores stay, the caveat is stated."""
+    out = tmp_path / "law.json"
+    settings = {**SETTINGS, "experiments": sorted({n.split("/")[0] for n in runs}), "identify_rel_tol": 1e-15,
+                "identify_draws": 1}
+    result = evaluate_law("law", settings, runs, out)
+    jsonschema.validate(json.loads(out.read_text()), SCHEMA)
+    m, d = result["metrics"], result["details"]
+    assert m["law/constants_identifiable"] == 0.0 and "law/e0" not in m and "law/gamma_lo" not in m
+    assert m["law/r2_heldout"] > 0.99 and m["law/rmse_heldout"] is not None
+    assert d["caveats"] == ["constants not identifiable from this grid"]
+    assert set(d["fitted_constants"]) == set(TRUE)
 
 
 def test_a_run_without_validation_losses_or_a_grid_too_small_is_named(runs, tmp_path):
@@ -81,3 +99,14 @@ def test_final_scores_judge_the_law_across_runs_at_their_last_points():
     swapped = {("a", 2e5): 3.2, ("b", 2e5): 3.0}  # right along each trajectory, wrong between runs
     scores = final_scores(pts, [swapped.get((p.run, p.D), p.loss) for p in pts], held=["c"])
     assert scores["law/r2_final"] == pytest.approx(1 - 0.08 / 0.02) and scores["law/final_mae"] == pytest.approx(0.2)
+
+
+def test_the_report_caption_says_when_the_constants_are_not_identifiable():
+    from reports.scaling_law import constants_sentence
+
+    lost = constants_sentence({"law/constants_identifiable": 0.0},
+                              {"identifiability": {"not_recovered": ["A_token", "t_token"]}}, ["t_data"])
+    assert lost == ("Constants not identifiable from this grid (synthetic losses from the fitted constants give back "
+                    "wrong A_token, t_token): only the prediction errors are reported.")
+    assert constants_sentence({"law/constants_identifiable": 1.0}, {}, ["t_data"]) == "Not determined by this grid: t_data."
+    assert constants_sentence({}, {}, []) == "Every constant is determined."

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from evals.scaling_law import NAMES, LawFit, LawPoint, fit, fit_to_result, predict
+from evals.scaling_law import ID_REL_TOL, NAMES, LawFit, LawPoint, fit, fit_to_result, identifiability, predict
 
 TRUE = {"E0": 1.6, "A_token": 100.0, "t_token": 2e5, "delta1": 0.35, "A_concept": 30.0, "t_concept": 1e5,
         "delta2": 0.3, "gamma": 0.2, "A_data": 500.0, "t_data": 2e6, "alpha": 0.4}
@@ -99,3 +99,46 @@ def test_fit_to_result_is_flat_numbers(law_fit):
     assert all(v is None or (isinstance(v, float) and math.isfinite(v)) for v in out.values())
     no_holdout = fit_to_result(fit(grid(), n_boot=2))
     assert no_holdout["law/r2_heldout"] is None and no_holdout["law/heldout_runs"] == 0.0
+
+
+# -- identifiability (evals.scaling_law.identifiability) ------------------------------------------------------
+
+def test_an_identifiable_grid_gives_back_its_constants():
+    """9 values of N(1-P) and of NP, 3 of R, 8 of D, noise-free: every constant comes back exactly."""
+    check = identifiability(grid(noise=0.0), TRUE, noise=0.0, draws=1)
+    assert check.identifiable and check.recovered == NAMES
+    assert all(err < 1e-3 for err in check.rel_error.values())
+    record = check.to_record()
+    assert record["identifiable"] is True and record["not_recovered"] == [] and record["draws"] == 1
+
+
+def test_the_same_grid_loses_the_token_term_under_noise():
+    """0.2 % noise in log L is enough to lose A_token (its refit is off by more than 25 %): the check is not
+    a formality even on a 27-run grid."""
+    check = identifiability(grid(noise=0.0), TRUE, noise=0.002, draws=1)
+    assert not check.identifiable
+    assert "A_token" not in check.recovered and check.rel_error["A_token"] > ID_REL_TOL
+
+
+EMBEDDED_TRUTH = {"E0": 1.5, "A_token": 400.0, "t_token": 1000.0, "delta1": 0.45, "A_concept": 300.0,
+                  "t_concept": 1000.0, "delta2": 0.4, "gamma": 0.2, "A_data": 2000.0, "t_data": 20000.0, "alpha": 0.5}
+
+
+def test_the_embedded_grid_cannot_identify_the_constants():
+    """config/default.yaml's dlcm_law grid (3 values of N(1-P), one data schedule): even noise-free
+    synthetic losses lose the token term's A_token and t_token."""
+    from evals.scaling_fit import profile_grid
+    from workflows.experiments import load_profile
+
+    fitted, held = profile_grid(load_profile("config/default.yaml"), "dlcm_law")
+    assert len({round(p.N * (1 - p.P)) for p in fitted}) == 3 and len({p.D for p in fitted}) == 9
+    assert {p.run.split("/")[0] for p in held} == {"dlcm_r8_s", "dlcm_law_xs_p3_r4"}
+    check = identifiability(fitted, EMBEDDED_TRUTH, noise=0.0, draws=1)
+    assert not check.identifiable
+    assert [k for k in NAMES if k not in check.recovered] == ["A_token", "t_token"]
+
+
+def test_fit_to_result_leaves_out_constants_that_are_not_identifiable(law_fit):
+    out = fit_to_result(law_fit, constants=False)
+    assert not any(k.startswith(("law/e0", "law/a_token", "law/gamma")) for k in out)
+    assert out["law/r2_heldout"] == law_fit.r2_heldout
