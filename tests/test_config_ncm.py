@@ -122,3 +122,14 @@ def test_sweeps_fill_placeholders_in_upstream(profile):
 def test_hub_judges_need_no_experiment(profile):
     profile["genppl"]["judges"] = ["gpt2-large", "judge_gpt2_ncm"]
     validate(profile, "p.yaml")
+
+
+def test_the_embedded_mdlm_rows_use_rotary_positions_and_the_ar_rows_do_not(profile):
+    """MDLM's reference DiT has rotary positions and no table (models/mdlm.py); the AR baselines keep GPT-2's."""
+    exps = resolve(profile)
+    mdlm = [e for e, c in exps.items() if c["model"]["arch"] == "mdlm_gpt2"]
+    assert sorted(mdlm) == ["mdlm_s", "mdlm_sudoku_s", "mdlm_wmt_s", "mdlm_xsum_s"]
+    assert {exps[e]["model"]["positional"] for e in mdlm} == {"rotary"}
+    for ar in ("ar_gpt2_ncm_s", "ar_wmt_s", "ar_xsum_s", "ar_sudoku_s"):
+        assert exps[ar]["model"].get("positional", "learned") == "learned"
+    assert run_config(profile, "mdlm_s", 0)["model"]["positional"] == "rotary"
