@@ -18,7 +18,8 @@ Tokenizer (both arches; NCM Sec. 3.2):
 * ``mech/mft_floor``: the share of the most frequent token among the scored target tokens, what a
   decoder that outputs that one token everywhere scores;
 * ``mech/code_entropy_s{k}``: the entropy (nats) of scale k's empirical code usage over the windows, and
-  ``mech/code_entropy_max`` = ln |V| (uniform usage of the codebook).
+  ``mech/code_entropy_max`` = ln |V| (uniform usage of the codebook; with per-scale sizes
+  ``model.codebook_sizes`` the largest, each scale's ln |V_k| in ``details.code_entropy_max``).
 
 Generator (``ncm`` only; NCM Sec. 3.3, Eq. 10):
 
@@ -96,7 +97,8 @@ def encode_windows(tokenizer: NCMTokenizer, targets: torch.Tensor, batch_size: i
 
 
 def code_counts(codes: list[torch.Tensor], codebook_size: int) -> torch.Tensor:
-    """(K, |V|) int64 usage counts of every scale's codes."""
+    """(K, |V|) int64 usage counts of every scale's codes; with per-scale codebooks of several sizes
+    ``codebook_size`` is the largest and a smaller scale's row ends in zeros."""
     return torch.stack([torch.bincount(c.flatten(), minlength=codebook_size) for c in codes])
 
 
@@ -106,10 +108,12 @@ def entropy(counts: torch.Tensor) -> list[float]:
     return (-(p * p.clamp_min(1e-300).log()).sum(1)).clamp_min(0.0).tolist()
 
 
-def marginal_ce(test: torch.Tensor, train: torch.Tensor, smoothing: float = SMOOTHING) -> list[float]:
+def marginal_ce(test: torch.Tensor, train: torch.Tensor, smoothing: float = SMOOTHING,
+                sizes: list[int] | None = None) -> list[float]:
     """Cross-entropy (nats per code) of each scale's ``test`` counts (K, |V|) under the scale's unigram of
-    the ``train`` counts (K, |V|), add-``smoothing``."""
-    q = (train.double() + smoothing) / (train.sum(1, keepdim=True).double() + smoothing * train.shape[1])
+    the ``train`` counts (K, |V|), add-``smoothing`` over the scale's ``sizes[k]`` codes (default |V|)."""
+    sizes = torch.tensor(sizes if sizes is not None else [train.shape[1]] * len(train), dtype=torch.float64)
+    q = (train.double() + smoothing) / (train.sum(1, keepdim=True).double() + smoothing * sizes[:, None])
     return (-(test.double() * q.log()).sum(1) / test.sum(1).clamp_min(1)).tolist()
 
 
@@ -145,23 +149,26 @@ def floor_check(name: str, key: str, floor: float, gate: bool, what: str) -> dic
 def tokenizer_part(tokenizer: NCMTokenizer, targets: torch.Tensor, codes: list[torch.Tensor],
                    batch_size: int) -> tuple[dict, dict]:
     """Reconstruction per k, the most-frequent-token floor and per-scale code entropies (NCM Sec. 3.2)."""
-    K, V = tokenizer.cfg.K, tokenizer.cfg.codebook_size
+    K, sizes = tokenizer.cfg.K, tokenizer.cfg.sizes
+    V = max(sizes)
     acc = reconstruction_accuracy(tokenizer, targets, batch_size=batch_size)
     ent = entropy(code_counts(codes, V))
     metrics = {**{f"mech/recon_k{k}": acc[k] for k in range(1, K + 1)},
                "mech/recon_half": acc[math.ceil(K / 2)], "mech/mft_floor": most_frequent_share(targets),
                **{f"mech/code_entropy_s{k + 1}": h for k, h in enumerate(ent)},
                "mech/code_entropy_max": math.log(V)}
-    details = {"recon": [acc[k] for k in range(1, K + 1)], "code_entropy": ent}
+    details = {"recon": [acc[k] for k in range(1, K + 1)], "code_entropy": ent, "codebook_sizes": list(sizes),
+               "code_entropy_max": [math.log(v) for v in sizes]}
     return metrics, details
 
 
 def generator_part(model: torch.nn.Module, windows: torch.Tensor, codes: list[torch.Tensor],
                    train_codes: list[torch.Tensor], batch_size: int, first: int) -> tuple[dict, dict]:
     """Per-scale generator and unigram cross-entropies, the code NLL per window (NCM Sec. 3.3, Eq. 10)."""
-    V, lengths = model.tokenizer.cfg.codebook_size, model.lengths
+    sizes, lengths = model.tokenizer.cfg.sizes, model.lengths
+    V = max(sizes)
     gen = generator_ce(model, windows, batch_size)
-    marg = marginal_ce(code_counts(codes, V), code_counts(train_codes, V))
+    marg = marginal_ce(code_counts(codes, V), code_counts(train_codes, V), sizes=list(sizes))
     per_window = sum(l * ce for l, ce in zip(lengths, gen))
     metrics = {**{f"mech/gen_ce_s{k + 1}": v for k, v in enumerate(gen)},
                **{f"mech/marginal_ce_s{k + 1}": v for k, v in enumerate(marg)},
@@ -213,7 +220,7 @@ def check_ncm(model: torch.nn.Module, manifest: dict, final_dir: Path, tokens_di
     codes = encode_windows(tokenizer, targets, batch_size)
     metrics, per_scale = tokenizer_part(tokenizer, targets, codes, batch_size)
     details = {"windows": len(windows), "windows_available": available, "max_windows": max_windows,
-               "tokens": targets.numel(), "K": K, "codebook_size": tokenizer.cfg.codebook_size,
+               "tokens": targets.numel(), "K": K, "codebook_size": max(tokenizer.cfg.sizes),
                "scale_lengths": list(tokenizer.lengths), "recon_half_k": math.ceil(K / 2),
                "window": f"window i * {available} // {len(windows)} of the {available} full windows of the test "
                          f"split as the run reads them ({run_view.seq_len} tokens; the tokenizer encodes the last "
@@ -230,7 +237,7 @@ def check_ncm(model: torch.nn.Module, manifest: dict, final_dir: Path, tokens_di
         gen_metrics, gen_details = generator_part(model, windows, codes, train_codes, batch_size, first)
         metrics.update(gen_metrics)
         details.update(gen_details, marginal_split=marginal_split, marginal_windows=n_train,
-                       marginal_smoothing=f"add-{SMOOTHING:g} over the {tokenizer.cfg.codebook_size} codes",
+                       marginal_smoothing=f"add-{SMOOTHING:g} over each scale's {list(tokenizer.cfg.sizes)} codes",
                        code_positions=sum(tokenizer.lengths))
     else:
         metrics["mech/intact_nll"] = 1.0 - metrics[f"mech/recon_k{K}"]

@@ -32,8 +32,11 @@ are silent).
   alpha 1 every scale alike. NCM's alpha is UNKNOWN (alpha <= 1 all ~19 PPL, App. F.2): 0 is *ours*,
   VAR's. Metrics per scale: ``ce_s<k>`` and ``acc_s<k>`` (VAR's eval logs CE and accuracy).
 * Transformer: pre-norm blocks as the suite's backbones (``NCMTransformerFields``), a final norm and
-  one head over the codebook (VAR has one head; with per-scale codebooks the level embedding tells the
-  scales apart). VAR's AdaLN (class conditioning) has nothing to condition on here and is left out.
+  ``head`` shared: one head over the codebook (VAR has one head; with per-scale codebooks the level
+  embedding tells the scales apart; with per-scale sizes ``codebook_sizes`` scale k reads its first
+  |V_k| rows) | per_scale (*ours*; NCM's head is UNKNOWN): a head per scale, so the K codebooks' code
+  ids -- unrelated across scales when each scale has its own codebook -- do not share output rows.
+  VAR's AdaLN (class conditioning) has nothing to condition on here and is left out.
 
 Sampling (``sample``, seed 002 §2.3, Algorithm 2): zhat = 0; for k = 1..K one generator call on
 block k's input, sample scale k's codes (temperature, top-k, top-p; VAR ``sample_with_top_k_top_p_``),
@@ -69,6 +72,8 @@ class NCMConfig(NCMTransformerFields):
     attention: Literal["block_diagonal", "block_causal"] = "block_diagonal"  # each scale sees itself (NCM App. F.2,
     #                                     Table 9) | block_causal: itself and coarser scales (VAR; Table 9 ablation)
     perturb_rate: float = 0.1           # conditioning-code perturbation p (NCM App. F.3; rate UNKNOWN: ours)
+    head: Literal["shared", "per_scale"] = "shared"  # one code head for all scales (VAR) | one per scale (ours;
+    #                                     module docstring)
     alpha: float = 0.0                  # loss weights w_k = l_k^-alpha / sum_j l_j^(1-alpha) (Eq. 10; ours: 0, VAR)
     prefix_len: int = 0                 # source tokens before the target window (conditional, Sec. 3.4); 0 = none
     cond_dropout: float = 0.1           # P(source replaced by the null condition) in training, for guidance (ours: VAR's 0.1)
@@ -143,7 +148,9 @@ class NCM(nn.Module):
         self.pos = nn.Embedding(self.N, d)
         self.blocks = nn.ModuleList(make_ncm_block(cfg) for _ in range(cfg.n_layer))
         self.ln_f = make_norm(cfg.norm, d, cfg.norm_eps, cfg.bias)
-        self.head = nn.Linear(d, tcfg.codebook_size, bias=False)
+        self.sizes = tcfg.sizes
+        self.head = nn.Linear(d, max(self.sizes), bias=False) if cfg.head == "shared" else \
+            nn.ModuleList(nn.Linear(d, v, bias=False) for v in self.sizes)
         for part in (self.word_embed, self.lvl_embed, self.pos, self.blocks, self.ln_f, self.head):
             init_weights(part, cfg.init_std, cfg.n_layer)
         nn.init.normal_(self.sos, std=cfg.init_std)
@@ -271,16 +278,36 @@ class NCM(nn.Module):
             x = torch.cat([self.source_input(source, null), x], 1)
         return self.backbone(x, self.mask)[:, self.P:]
 
+    def head_weight(self, k: int) -> torch.Tensor:
+        """The (|V_k|, d_model) output weights of 0-based scale k: its own head (``head: per_scale``) or the
+        first |V_k| rows of the shared head (all of it when every scale has the same codebook size)."""
+        if self.cfg.head == "per_scale":
+            return self.head[k].weight
+        return self.head.weight[:self.sizes[k]]
+
+    def scale_logits(self, h: torch.Tensor, k: int) -> torch.Tensor:
+        """Code logits (..., |V_k|) of scale k's final states h (..., d_model)."""
+        if self.cfg.head == "shared" and len(set(self.sizes)) == 1:
+            return self.head(h)
+        return h @ self.head_weight(k).T
+
+    def all_logits(self, h: torch.Tensor) -> torch.Tensor:
+        """Logits (B, N, max_k |V_k|) of every block's states h (B, N, d_model); a scale's columns beyond its
+        |V_k| are -inf."""
+        out = h.new_full((*h.shape[:2], max(self.sizes)), float("-inf"))
+        for k, (lo, hi) in enumerate(zip(self.offsets, self.offsets[1:])):
+            out[:, lo:hi, :self.sizes[k]] = self.scale_logits(h[:, lo:hi], k)
+        return out
+
     def logits(self, codes: list[torch.Tensor]) -> torch.Tensor:
         """Teacher-forced code logits (B, N, |V|): block k's rows predict scale k from ``codes[:k]``."""
-        return self.head(self.hidden(codes))
+        return self.all_logits(self.hidden(codes))
 
     def perturb(self, codes: list[torch.Tensor]) -> list[torch.Tensor]:
         """Each conditioning code (scales 1..K-1) replaced with probability ``perturb_rate`` by another
         code of its codebook, uniform over the other |V| - 1 (seed 002 §2.3)."""
-        V = self.tokenizer.cfg.codebook_size
         out = []
-        for r in codes[:-1]:
+        for r, V in zip(codes[:-1], self.sizes):
             hit = torch.rand(r.shape, device=r.device) < self.cfg.perturb_rate
             out.append(torch.where(hit, (r + torch.randint(1, V, r.shape, device=r.device)) % V, r))
         return out + [codes[-1]]
@@ -299,15 +326,26 @@ class NCM(nn.Module):
             null = torch.rand(idx.shape[0], device=idx.device) < self.cfg.cond_dropout
         h = self.hidden(cond, source, null)
         if targets is None:
-            return {"logits": self.head(h), "codes": codes}
-        # one pass over every scale's rows: row weight w_k / B on scale k's B l_k rows, so that
-        # gen = sum_k w_k l_k ce_k with ce_k the mean over scale k's rows (Eq. 10)
+            return {"logits": self.all_logits(h), "codes": codes}
+        # row weight w_k / B on scale k's B l_k rows, so that gen = sum_k w_k l_k ce_k with ce_k the mean
+        # over scale k's rows (Eq. 10): one pass over every row when all scales share one head of one
+        # size, else one pass per scale over its own head
         B = h.shape[0]
-        row_weights = (self.weights[self.levels] / B).expand(B, -1).flatten()
-        gen, nll, hits = weighted_linear_cross_entropy(h.flatten(0, 1), self.head.weight, torch.cat(codes, 1).flatten(),
-                                                       row_weights)
-        per_scale = [(nll.view(B, -1)[:, lo:hi].mean(), hits.view(B, -1)[:, lo:hi].float().mean())
-                     for lo, hi in zip(self.offsets, self.offsets[1:])]
+        if self.cfg.head == "shared" and len(set(self.sizes)) == 1:
+            row_weights = (self.weights[self.levels] / B).expand(B, -1).flatten()
+            gen, nll, hits = weighted_linear_cross_entropy(h.flatten(0, 1), self.head.weight,
+                                                           torch.cat(codes, 1).flatten(), row_weights)
+            nll, hits = nll.view(B, -1), hits.view(B, -1)
+            per_scale = [(nll[:, lo:hi].mean(), hits[:, lo:hi].float().mean())
+                         for lo, hi in zip(self.offsets, self.offsets[1:])]
+        else:
+            gen, per_scale = 0.0, []
+            for k, (lo, hi) in enumerate(zip(self.offsets, self.offsets[1:])):
+                rows = h[:, lo:hi].flatten(0, 1)
+                weight = (self.weights[k] / B).expand(len(rows))
+                loss, nll, hits = weighted_linear_cross_entropy(rows, self.head_weight(k), codes[k].flatten(), weight)
+                gen = gen + loss
+                per_scale.append((nll.mean(), hits.float().mean()))
         values = torch.stack([torch.stack(pair) for pair in per_scale]).T.flatten().tolist()
         metrics = {**{f"ce_s{k + 1}": values[k] for k in range(self.K)},
                    **{f"acc_s{k + 1}": values[self.K + k] for k in range(self.K)}}
@@ -382,7 +420,7 @@ def sample(model: NCM, n: int, temperature: float = 1.0, top_k: int | None = Non
             if keep:
                 model.backbone(x, None, caches, calls=2 if guided else 1)
         else:
-            logits = model.head(model.backbone(x, None, caches, calls=2 if guided else 1))
+            logits = model.scale_logits(model.backbone(x, None, caches, calls=2 if guided else 1), k)
             if guided:
                 cond, uncond = logits.float().chunk(2)
                 logits = uncond + guidance * (cond - uncond)
@@ -410,7 +448,8 @@ def ncm_flops_per_token(cfg: NCMConfig) -> float:
         attended = sum(v * v for v in ls) / N
     else:
         attended = sum(v * sum(ls[:k + 1]) for k, v in enumerate(ls)) / N
-    gen = cfg.n_layer * block_flops(cfg, attended) + 6.0 * t.codebook_size * cfg.d_model + 6.0 * t.d_code * cfg.d_model
+    heads = sum(l * v for l, v in zip(ls, t.sizes)) / N  # the code head's mean width per position
+    gen = cfg.n_layer * block_flops(cfg, attended) + 6.0 * heads * cfg.d_model + 6.0 * t.d_code * cfg.d_model
     tok = (t.n_layer * block_flops(t, L) + 6.0 * t.d_model * t.d_code) / 3
-    tok += 2.0 * N / L * t.codebook_size * t.d_code + (2.0 * 3 * t.d_code ** 2 * (t.K - 1) if t.phi_ratio > 0 else 0.0)
+    tok += 2.0 * sum(l * v for l, v in zip(ls, t.sizes)) / L * t.d_code + (2.0 * 3 * t.d_code ** 2 * (t.K - 1) if t.phi_ratio > 0 else 0.0)
     return N / L * gen + tok

@@ -29,7 +29,10 @@ lists what is unknown).
    Every Down and R is the identity at length L (VAR: no interpolation at the last scale).
 3. codebooks: ``codebook_size`` codes of width ``d_code`` per scale (``shared_codebook`` false: the
    paper's notation e_{k,j}, |V_k|, seed 002 §2.1-2.2) or one for all scales (true: VAR, one
-   ``nn.Embedding``). Learned by gradient, not EMA (VAR). Dead-code restarts (*ours*: NCM and VAR say
+   ``nn.Embedding``). ``codebook_sizes`` gives each scale its own |V_k| (the notation allows it; the
+   paper's sizes are UNKNOWN): scale k's codes can carry at most l_k ln |V_k| nats, so small coarse
+   books force the coarse codes to a low entropy, and the generator's code NLL per window is bounded
+   by sum_k l_k ln |V_k| (*ours*, measured in ``docs/ncm_embedded.md``). Learned by gradient, not EMA (VAR). Dead-code restarts (*ours*: NCM and VAR say
    nothing; the standard remedy of Jukebox's random restarts and SoundStream / EnCodec's
    ``threshold_ema_dead_code``): in training, an EMA (``dead_code_decay`` 0.99) counts each code's
    assignments per step, and before a scale is quantised every code used less than
@@ -44,10 +47,18 @@ lists what is unknown).
    and the VQ loss then use zhat^(k); codebooks of scales > k get no gradient from that sequence.
    Short runs pay for it: on the embedded world (L 128, K 12, d 64, 300 steps of 16 windows, lr 3e-3)
    exact reconstruction from all K scales reached 26 % with probability 1 and 60 % with 0.5.
-5. decoder: zhat (through the straight-through estimator z + sg[zhat - z], VAR) -> linear up to
+5. decoder: zhat (through the straight-through estimator z + sg[zhat - z], VAR; ``straight_through``
+   latent) -> linear up to
    ``d_model`` (VAR's ``post_quant_conv``), its own learned positions, ``dec_layers`` bidirectional
    blocks, final norm, a head over the token vocabulary, tied to the encoder's token embedding or not
    (``tie_embeddings``, *ours* untied as the suite's backbones).
+
+   ``straight_through`` scale (*ours*): the estimator is applied per scale instead, to the pooled
+   residual u_k = Down_k(z - zhat^(k-1)) whose nearest code is taken, R_k(phi(u_k + sg[e_k - u_k])):
+   the decoder input has the same value, but the encoder's gradient passes through Down_k and R_k,
+   so it learns what survives pooling to l_k vectors. With the latent estimator the gradient of a
+   sequence truncated to k scales lands on each position of z as if z were decoded whole, and the
+   coarse scales of the embedded tokenizers carried almost no content (``docs/ncm_embedded.md``).
 
 Losses (seed 002 §2.2, Eq. 9, and VAR quant.py:95-97), weighted by ``train.loss_weights``:
 
@@ -143,6 +154,8 @@ class NCMTokenizerConfig(NCMTransformerFields):
     dec_layers: int | None = None       # decoder depth; None = n_layer (ours; NCM's depths UNKNOWN)
     d_code: int = 32                    # latent / code width d (VAR Cvae 32; NCM's d UNKNOWN)
     codebook_size: int = 4096           # codes per codebook |V_k| (VAR V 4096; NCM's UNKNOWN)
+    codebook_sizes: tuple | None = None  # |V_1..V_K| per scale, overrides codebook_size (notation |V_k|, seed 002
+    #                                      §2.1; sizes UNKNOWN): small coarse books bound the coarse codes' entropy
     shared_codebook: bool = False       # one codebook per scale (NCM notation e_{k,j}, |V_k|) | shared (VAR)
     n_scales: int | None = None         # K; None = len(scale_lengths), else 12 (NCM TinyStories / LM1B, seed 002 §3)
     length_schedule: Schedule = "exponential"  # l_k schedule (seed 002 §4.5: exponential best; see docstring)
@@ -154,6 +167,8 @@ class NCMTokenizerConfig(NCMTransformerFields):
     vq_beta: float = 0.25               # commitment weight beta (VAR vqvae.py 0.25; NCM's UNKNOWN)
     vq_scales: Literal["all", "last"] = "all"  # VQ loss on zhat^(j) for all j <= k, averaged (VAR) | last: zhat^(k)
     #                                            only (Eq. 9)
+    straight_through: Literal["latent", "scale"] = "latent"  # decoder gradient to z at L (VAR) | through each
+    #                                     scale's Down_k / R_k (ours; docstring 5.)
     nested_dropout: float = 1.0         # P(truncate a sequence to k ~ U{1..K} scales) (seed 002 §2.2: every step)
     tie_embeddings: bool = False        # decoder head tied to the encoder's token embedding (ours: untied)
     latent_norm: bool = True            # z = LayerNorm without affine of the code projection (ours) | raw (VAR)
@@ -180,6 +195,14 @@ class NCMTokenizerConfig(NCMTransformerFields):
             schedule_lengths(self.seq_len, self.K, self.length_schedule)  # raises on K outside 1..L
         if self.codebook_size < 2:
             raise ValueError(f"model.codebook_size={self.codebook_size}: a codebook needs at least 2 codes")
+        if self.codebook_sizes is not None:
+            vs = list(self.codebook_sizes)
+            if len(vs) != self.K or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 2 for v in vs):
+                raise ValueError(f"model.codebook_sizes={vs}: give K={self.K} integers >= 2, one codebook size per scale "
+                                 "(coarse to fine), or drop it for codebook_size at every scale")
+            if self.shared_codebook and len(set(vs)) > 1:
+                raise ValueError(f"model.codebook_sizes={vs} differ but model.shared_codebook is true (one codebook for "
+                                 "all scales); set shared_codebook: false or give one size")
         if self.d_code < 1:
             raise ValueError(f"model.d_code={self.d_code}: the code width must be >= 1")
         if self.dec_layers is not None and self.dec_layers < 1:
@@ -212,6 +235,13 @@ class NCMTokenizerConfig(NCMTransformerFields):
         if self.scale_lengths is not None:
             return tuple(int(v) for v in self.scale_lengths)
         return schedule_lengths(self.seq_len, self.K, self.length_schedule)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """(|V_1|, ..., |V_K|): ``codebook_sizes``, else ``codebook_size`` at every scale."""
+        if self.codebook_sizes is not None:
+            return tuple(int(v) for v in self.codebook_sizes)
+        return (self.codebook_size,) * self.K
 
     @property
     def decoder_layers(self) -> int:
@@ -279,8 +309,7 @@ class NCMTokenizer(nn.Module):
         self.encoder = nn.ModuleList(make_ncm_block(cfg) for _ in range(cfg.n_layer))
         self.enc_norm = make_norm(cfg.norm, d, cfg.norm_eps, cfg.bias)
         self.to_code = nn.Linear(d, dc, bias=cfg.bias)
-        self.codebooks = nn.ModuleList(nn.Embedding(cfg.codebook_size, dc)
-                                       for _ in range(1 if cfg.shared_codebook else cfg.K))
+        self.codebooks = nn.ModuleList(nn.Embedding(v, dc) for v in (cfg.sizes[:1] if cfg.shared_codebook else cfg.sizes))
         self.phi_index = phi_assignment(cfg.K, cfg.phi_share)
         self.phis = nn.ModuleList(Phi(dc, cfg.phi_ratio) for _ in range(max(self.phi_index) + 1)) \
             if cfg.phi_ratio > 0 else nn.ModuleList()
@@ -296,7 +325,7 @@ class NCMTokenizer(nn.Module):
             nn.init.normal_(book.weight, std=cfg.code_init_std)
         # EMA of the assignments per step of every code (dead-code restarts, 3.); zero: the first training
         # step restarts every code from the data
-        self.register_buffer("code_usage", torch.zeros(len(self.codebooks), cfg.codebook_size))
+        self.register_buffer("code_usage", torch.zeros(len(self.codebooks), max(cfg.sizes)))
         if cfg.tie_embeddings:
             self.lm_head.weight = self.wte.weight
 
@@ -336,10 +365,14 @@ class NCMTokenizer(nn.Module):
         flat = u.reshape(-1, u.shape[-1])
         return torch.addmm(e.pow(2).sum(-1), flat, e.T, alpha=-2).argmin(-1).view(u.shape[:-1])
 
-    def quantize(self, z: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    def quantize(self, z: torch.Tensor, through: list | None = None) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """The residual loop on detached z, in fp32: (codes, contributions): K code tensors (B, l_k) and
-        the K contributions h_k = R_k(e_k(r_k)) (B, L, d_code), attached to codebooks and phi."""
+        the K contributions h_k = R_k(e_k(r_k)) (B, L, d_code), attached to codebooks and phi. ``through``
+        (a list, filled in place): the same contributions with the straight-through estimator at each
+        scale, R_k(phi(u_k + sg[e_k(r_k) - u_k])) with u_k = Down_k of the *attached* residual -- the same
+        values, their gradient reaching z through Down_k and R_k (``straight_through: scale``)."""
         rest = z.detach().float()
+        rest_st = z.float() if through is not None else None
         codes, parts = [], []
         with torch.autocast(z.device.type, enabled=False):  # nearest codes in fp32 under bf16 training (VAR)
             for k in range(self.cfg.K):
@@ -353,6 +386,13 @@ class NCMTokenizer(nn.Module):
                 rest = rest - h.detach()
                 codes.append(r)
                 parts.append(h)
+                if through is not None:
+                    u_st = self.down(rest_st, k)
+                    q = u_st + (self.codebook(k)(r) - u_st).detach()
+                    h_st = resample(q, self.cfg.seq_len, self.cfg.up)
+                    h_st = self.phis[self.phi_index[k]](h_st) if len(self.phis) else h_st
+                    rest_st = rest_st - h_st
+                    through.append(h_st)
         return codes, parts
 
     @torch.no_grad()
@@ -360,8 +400,9 @@ class NCMTokenizer(nn.Module):
         """Codes of scale k's codebook whose usage EMA is below ``dead_code_threshold`` x the uniform rate
         take the values of vectors of this step's Down_k(residual) ``u`` drawn at random (module docstring,
         3.); their EMA restarts at the uniform rate. Under DDP rank 0's codebook is broadcast after."""
-        book, usage = self.codebook(k).weight, self.code_usage[0 if self.cfg.shared_codebook else k]
-        uniform = u.shape[0] * u.shape[1] / self.cfg.codebook_size
+        V = self.cfg.sizes[k]
+        book, usage = self.codebook(k).weight, self.code_usage[0 if self.cfg.shared_codebook else k, :V]
+        uniform = u.shape[0] * u.shape[1] / V
         dead = (usage < self.cfg.dead_code_threshold * uniform).nonzero().squeeze(1)
         if len(dead):
             flat = u.reshape(-1, u.shape[-1])
@@ -373,8 +414,9 @@ class NCMTokenizer(nn.Module):
     @torch.no_grad()
     def count_usage(self, codes: torch.Tensor, k: int) -> None:
         """Fold this step's assignments of scale k into the usage EMA."""
-        usage = self.code_usage[0 if self.cfg.shared_codebook else k]
-        counts = torch.bincount(codes.flatten(), minlength=self.cfg.codebook_size).to(usage.dtype)
+        V = self.cfg.sizes[k]
+        usage = self.code_usage[0 if self.cfg.shared_codebook else k, :V]
+        counts = torch.bincount(codes.flatten(), minlength=V).to(usage.dtype)
         usage.mul_(self.cfg.dead_code_decay).add_(counts, alpha=1 - self.cfg.dead_code_decay)
 
     def decode(self, zhat: torch.Tensor) -> torch.Tensor:
@@ -427,12 +469,17 @@ class NCMTokenizer(nn.Module):
         metrics (module docstring)."""
         cfg, K = self.cfg, self.cfg.K
         z = self.latent(idx)
-        codes, parts = self.quantize(z)
+        through = [] if cfg.straight_through == "scale" else None
+        codes, parts = self.quantize(z, through)
         keep = self.truncation(idx.shape[0], idx.device)                  # (B,)
         levels = torch.arange(1, K + 1, device=idx.device)
         zhats = torch.stack(parts, 1).cumsum(1)                           # (B, K, L, dc): zhat^(1..K)
-        zhat = zhats.gather(1, (keep - 1).view(-1, 1, 1, 1).expand(-1, 1, *zhats.shape[2:])).squeeze(1)
-        h = self.decode(z + (zhat - z).detach())                          # straight-through (VAR)
+        pick = (keep - 1).view(-1, 1, 1, 1).expand(-1, 1, *zhats.shape[2:])
+        if through is None:
+            zhat = zhats.gather(1, pick).squeeze(1)
+            h = self.decode(z + (zhat - z).detach())                      # straight-through at L (VAR)
+        else:                                                             # per scale, through Down_k / R_k
+            h = self.decode(torch.stack(through, 1).cumsum(1).gather(1, pick).squeeze(1).to(z.dtype))
         if targets is None:
             return {"logits": self.lm_head(h)}
         rec = linear_cross_entropy(h.flatten(0, 1), self.lm_head.weight, idx.flatten())
@@ -449,7 +496,7 @@ class NCMTokenizer(nn.Module):
             acc = (self.tokens(h) == idx).float().mean()
             stats = [acc, *book.mean(0)]
             for k, r in enumerate(codes):
-                counts = torch.bincount(r.flatten(), minlength=cfg.codebook_size).float()
+                counts = torch.bincount(r.flatten(), minlength=cfg.sizes[k]).float()
                 p = counts / counts.sum()
                 stats += [100.0 * (counts > 0).float().mean(), torch.exp(-(p * p.clamp_min(1e-30).log()).sum())]
             values = torch.stack(stats).tolist()
@@ -506,5 +553,5 @@ def ncm_tokenizer_flops_per_token(cfg: NCMTokenizerConfig) -> float:
     L, dc = cfg.seq_len, cfg.d_code
     blocks = (cfg.n_layer + cfg.decoder_layers) * block_flops(cfg, L)
     phi = 6.0 * 3 * dc * dc * cfg.K if cfg.phi_ratio > 0 else 0.0
-    distances = 2.0 * sum(cfg.lengths) / L * cfg.codebook_size * dc
+    distances = 2.0 * sum(l * v for l, v in zip(cfg.lengths, cfg.sizes)) / L * dc
     return blocks + 6.0 * cfg.vocab_size * cfg.d_model + 12.0 * cfg.d_model * dc + phi + distances

@@ -52,6 +52,9 @@ def test_explicit_lengths_and_default_K():
     ({"down": "max"}, "model.down"), ({"up": "cubic"}, "model.up"),
     ({"phi_ratio": 1.5}, "model.phi_ratio"), ({"nested_dropout": 2.0}, "model.nested_dropout"),
     ({"codebook_size": 1}, "model.codebook_size"), ({"vq_scales": "first"}, "model.vq_scales"),
+    ({"codebook_sizes": [4, 4]}, "model.codebook_sizes"), ({"n_scales": 4, "codebook_sizes": [4, 4, 1, 4]}, "model.codebook_sizes"),
+    ({"n_scales": 4, "codebook_sizes": [4, 4, 8, 8], "shared_codebook": True}, "model.codebook_sizes"),
+    ({"straight_through": "code"}, "model.straight_through"),
 ])
 def test_bad_tokenizer_settings_are_one_line_errors_naming_the_key(fields, key):
     with pytest.raises(ValueError) as e:
@@ -66,6 +69,7 @@ def test_bad_tokenizer_settings_are_one_line_errors_naming_the_key(fields, key):
     ({"tokenizer": {**TOK, "arch": "gpt2"}}, "model.tokenizer.arch"),
     ({"tokenizer": {**TOK, "chunk_size": 4}}, "model.tokenizer.chunk_size"),
     ({"attention": "causal"}, "model.attention"), ({"perturb_rate": 1.0}, "model.perturb_rate"),
+    ({"head": "tied"}, "model.head"),
 ])
 def test_bad_generator_settings_are_one_line_errors_naming_the_key(fields, key):
     with pytest.raises(ValueError) as e:

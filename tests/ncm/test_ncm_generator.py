@@ -223,3 +223,42 @@ def test_segment_attention_equals_the_explicit_mask(attention):
     g = torch.randn_like(fast)
     torch.testing.assert_close(torch.autograd.grad(fast, x, g)[0], torch.autograd.grad(slow, x2, g)[0],
                                atol=1e-5, rtol=1e-5)
+
+
+SIZES = (3, 5, 8, 12)
+
+
+@pytest.mark.parametrize("head", ["shared", "per_scale"])
+def test_per_scale_heads_and_codebook_sizes_give_eq10_over_each_scales_own_codes(head):
+    """With per-scale codebook sizes, scale k's logits have |V_k| columns (a shared head's first |V_k|
+    rows, or scale k's own head), the rest -inf in ``logits``; the loss is Eq. 10 over them, and
+    sampled codes stay inside each codebook."""
+    model = generator(tokenizer={**TOK, "codebook_sizes": list(SIZES)}, head=head, perturb_rate=0.0, alpha=1.0)
+    if head == "per_scale":
+        assert [h.weight.shape[0] for h in model.head] == list(SIZES)
+    else:
+        assert model.head.weight.shape[0] == 12 and torch.equal(model.head_weight(1), model.head.weight[:5])
+    x = batch()
+    out = model(x, x)
+    codes = model.tokenizer.encode(x)
+    logits = model.logits(codes)
+    o, w = model.offsets, loss_weights(model.lengths, 1.0)
+    ces = []
+    for k, v in enumerate(SIZES):
+        block = logits[:, o[k]:o[k + 1]]
+        assert block[..., :v].isfinite().all() and (block[..., v:] == float("-inf")).all()
+        ces.append(F.cross_entropy(block[..., :v].flatten(0, 1), codes[k].flatten()))
+    torch.testing.assert_close(out["losses"]["gen"], sum(float(w[k]) * model.lengths[k] * ces[k] for k in range(4)))
+    out["losses"]["gen"].backward()
+    heads = model.head if head == "per_scale" else [model.head]
+    assert all(h.weight.grad.abs().sum() > 0 for h in heads)
+    for seed in range(3):
+        s = sample(model, 4, generator=torch.Generator().manual_seed(seed))
+        assert all(int(c.max()) < v for c, v in zip(s["codes"], SIZES))
+
+
+def test_per_scale_perturbation_stays_inside_each_codebook(monkeypatch):
+    model = generator(tokenizer={**TOK, "codebook_sizes": list(SIZES)}, perturb_rate=0.99)
+    codes = [torch.zeros(50, n, dtype=torch.long) for n in model.lengths]
+    out = model.perturb(codes)
+    assert all(int(c.max()) < v and c.any() for c, v in zip(out[:-1], SIZES)) and torch.equal(out[-1], codes[-1])

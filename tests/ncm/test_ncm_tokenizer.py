@@ -180,3 +180,44 @@ def test_dead_codes_restart_from_the_data_and_usage_is_an_ema():
     weights = [b.weight.detach().clone() for b in off.codebooks]
     off(x, x)
     assert all(torch.equal(b.weight, w) for b, w in zip(off.codebooks, weights)) and not off.code_usage.any()
+
+
+def test_per_scale_codebook_sizes_bound_each_scale():
+    """``codebook_sizes``: scale k has |V_k| codes, its codes stay below |V_k|, and dead-code restarts and
+    usage counts see only its own codes."""
+    sizes = (2, 3, 5, 16)
+    model = tokenizer(codebook_sizes=sizes).train()
+    assert [b.weight.shape[0] for b in model.codebooks] == list(sizes) and model.cfg.sizes == sizes
+    out = model(batch(), batch())
+    assert [out["metrics"][f"usage_pct_s{k + 1}"] for k in range(4)] == \
+        [100.0 * (c.unique().numel()) / v for c, v in zip(model.quantize(model.latent(batch()))[0], sizes)]
+    for k, v in enumerate(sizes):
+        assert not model.code_usage[k, v:].any()  # the padding of a smaller book is never counted
+    model.eval()
+    for _ in range(3):
+        codes = model.encode(torch.randint(0, V, (8, L)))
+        assert all(int(c.max()) < v for c, v in zip(codes, sizes))
+    assert tokenizer(codebook_size=7).cfg.sizes == (7,) * 4
+
+
+def test_scale_straight_through_keeps_values_and_routes_the_gradient_through_pooling(monkeypatch):
+    """``straight_through: scale`` decodes the same reconstruction as the latent estimator; truncated to
+    the first scale (area pooling to l_1, nearest up-sampling, no phi), the encoder's gradient is the
+    same at every position a code covers -- only the pooled latent reaches the decoder."""
+    x = batch()
+    fields = dict(nested_dropout=1.0, up="nearest", phi_ratio=0.0, scale_lengths=[2, 4, 8, 16],
+                  dead_code_threshold=0.0)  # no restarts: both estimators see the same codebooks
+    logits = {}
+    for mode in ("latent", "scale"):
+        model = tokenizer(straight_through=mode, **fields).train()
+        monkeypatch.setattr(model, "truncation", lambda b, d: torch.ones(b, dtype=torch.long))
+        z = model.latent(x).detach().requires_grad_(True)
+        monkeypatch.setattr(model, "latent", lambda idx, z=z: z)
+        out = model(x, x)
+        out["losses"]["rec"].backward()
+        logits[mode] = model.eval()(x)["logits"]
+        spans = z.grad.view(4, 2, 8, -1)
+        same = torch.allclose(spans, spans[:, :, :1].expand_as(spans), atol=1e-7)
+        assert same == (mode == "scale")
+        assert all(b.weight.grad is None or not b.weight.grad.any() for b in model.codebooks)
+    torch.testing.assert_close(logits["latent"], logits["scale"])
