@@ -29,6 +29,7 @@ offset)``). Every row of the batch is at the same position (equal-length prompts
 from __future__ import annotations
 
 import math
+import zlib
 
 import torch
 import torch.nn.functional as F
@@ -255,20 +256,33 @@ class Block(nn.Module):
         return x + self.drop(self.mlp(self.ln2(x)))
 
 
-def init_weights(module: nn.Module, std: float, n_layer: int | None) -> None:
+def init_weights(module: nn.Module, std: float, n_layer: int | None, root: nn.Module | None = None) -> None:
     """GPT-2 initialisation: N(0, std) for matrices and embeddings, zero biases, and the residual
     output projections scaled by 1/sqrt(2 * n_layer) (Radford et al. 2019, §2.3); ``n_layer=None``
     leaves them at N(0, std) (GPT-NeoX and Llama in ``transformers``: no depth scaling).
 
+    Every tensor is drawn from its own generator, seeded by the run's seed (``torch.initial_seed()``,
+    which the trainer sets) and the parameter's name in ``root`` (the whole model; default ``module``):
+    two models of one seed start with the same weights wherever they share a parameter of the same
+    name and shape -- Base, PM and ConceptLM their embeddings and token blocks -- whatever else they
+    build and in whatever order (common random numbers for the paired comparisons of the tables; the
+    distribution is unchanged). A caller initialising a part of a model passes the model as ``root``.
+
     PyTorch's default N(0, 1) embedding init with a tied head blows the logits up and drives CPU
     arithmetic into denormals (4-5x slower steps), so every model of the suite uses this.
     """
+    names = {id(p): name for name, p in (root or module).named_parameters()}
+    seed = torch.initial_seed()
     for name, p in module.named_parameters():
         if name.endswith("bias"):
             nn.init.zeros_(p)
         elif p.dim() == 1:  # norm gains
             nn.init.ones_(p)
-        elif name.endswith("proj.weight") and n_layer is not None:
-            nn.init.normal_(p, mean=0.0, std=std / math.sqrt(2 * n_layer))
         else:
-            nn.init.normal_(p, mean=0.0, std=std)
+            scale = 1 / math.sqrt(2 * n_layer) if name.endswith("proj.weight") and n_layer is not None else 1.0
+            nn.init.normal_(p, mean=0.0, std=std * scale, generator=param_generator(seed, names[id(p)], p.device))
+
+
+def param_generator(seed: int, name: str, device: torch.device) -> torch.Generator:
+    """A generator for one named tensor of a run: a function of the run's seed and the name alone."""
+    return torch.Generator(device=device).manual_seed((seed * 1_000_003 + zlib.crc32(name.encode())) % 2**63)

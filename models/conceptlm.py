@@ -189,7 +189,7 @@ class ConceptLM(TokenLM):
         self.quantizer = ProductVQ(d, S, N, cfg.code_transform) if cfg.predictor == "codebook" else None
         for part in (self.concept_blocks, self.concept_norm, self.concept_head, self.quantizer):
             if part is not None:  # output projections scaled by the model's depth, as the token blocks
-                init_weights(part, cfg.init_std, residual_init_depth(cfg))
+                init_weights(part, cfg.init_std, residual_init_depth(cfg), root=self)
 
     def fsdp_units(self) -> list[nn.Module]:
         return [*self.blocks, *self.concept_blocks]

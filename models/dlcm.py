@@ -457,7 +457,7 @@ class DLCM(TokenLM):
         the router at the identity, and under muP every hidden matrix's std divided by sqrt(s) of its group."""
         cfg = self.cfg
         init_weights(self, cfg.init_std, cfg.n_layer + cfg.n_cross if cfg.scale_residual_init else None)
-        init_weights(self.concept_blocks, cfg.init_std, cfg.concept_depth if cfg.scale_residual_init else None)
+        init_weights(self.concept_blocks, cfg.init_std, cfg.concept_depth if cfg.scale_residual_init else None, root=self)
         self.router.reset_parameters()
         if cfg.mup_base_width:
             with torch.no_grad():

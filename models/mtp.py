@@ -54,7 +54,7 @@ class MTPLM(TokenLM):
         super().__init__(cfg)
         rotary = make_rotary(cfg)
         self.future_blocks = nn.ModuleList(make_block(cfg, rotary) for _ in range(cfg.n_future - 1))
-        init_weights(self.future_blocks, cfg.init_std, residual_init_depth(cfg))
+        init_weights(self.future_blocks, cfg.init_std, residual_init_depth(cfg), root=self)
 
     @staticmethod
     def loss_names(cfg) -> tuple[str, ...]:

@@ -152,15 +152,15 @@ class NCM(nn.Module):
         self.head = nn.Linear(d, max(self.sizes), bias=False) if cfg.head == "shared" else \
             nn.ModuleList(nn.Linear(d, v, bias=False) for v in self.sizes)
         for part in (self.word_embed, self.lvl_embed, self.pos, self.blocks, self.ln_f, self.head):
-            init_weights(part, cfg.init_std, cfg.n_layer)
+            init_weights(part, cfg.init_std, cfg.n_layer, root=self)
         nn.init.normal_(self.sos, std=cfg.init_std)
         self.P = cfg.prefix_len
         if self.P:  # the source prefix: its own token and position embeddings, and the null condition
             self.src_embed = nn.Embedding(cfg.vocab_size, d)
             self.src_pos = nn.Embedding(self.P, d)
             self.null = nn.Parameter(torch.zeros(d))
-            init_weights(self.src_embed, cfg.init_std, cfg.n_layer)
-            init_weights(self.src_pos, cfg.init_std, cfg.n_layer)
+            init_weights(self.src_embed, cfg.init_std, cfg.n_layer, root=self)
+            init_weights(self.src_pos, cfg.init_std, cfg.n_layer, root=self)
             nn.init.normal_(self.null, std=cfg.init_std)
         self.mask = Segments(self.lengths, prefix=cfg.attention == "block_causal", source=self.P)
         self.register_buffer("weights", loss_weights(self.lengths, cfg.alpha).float(), persistent=False)

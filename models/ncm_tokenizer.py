@@ -319,8 +319,8 @@ class NCMTokenizer(nn.Module):
         self.dec_norm = make_norm(cfg.norm, d, cfg.norm_eps, cfg.bias)
         self.lm_head = nn.Linear(d, V, bias=False)
         init_weights(self, cfg.init_std, None)  # then each stack's output projections by its own depth
-        init_weights(self.encoder, cfg.init_std, cfg.n_layer)
-        init_weights(self.decoder, cfg.init_std, cfg.decoder_layers)
+        init_weights(self.encoder, cfg.init_std, cfg.n_layer, root=self)
+        init_weights(self.decoder, cfg.init_std, cfg.decoder_layers, root=self)
         for book in self.codebooks:
             nn.init.normal_(book.weight, std=cfg.code_init_std)
         # EMA of the assignments per step of every code (dead-code restarts, 3.); zero: the first training

@@ -254,3 +254,35 @@ def test_draw_by_inversion_follows_the_distribution_and_never_draws_a_zero():
     assert (one_hot == 2).all()
     a, b = (draw(p.expand(64, 5), torch.Generator().manual_seed(3)) for _ in range(2))
     assert torch.equal(a, b)
+
+
+def _init(arch: str, seed: int, **kw) -> dict[str, torch.Tensor]:
+    torch.manual_seed(seed)
+    return dict(build_model({"arch": arch, **SMALL, **kw}, vocab_size=97, seq_len=48).named_parameters())
+
+
+@pytest.mark.parametrize("arch", sorted(REGISTRY))
+def test_init_is_a_function_of_the_seed_and_the_name_alone(arch):
+    """Common random numbers (blocks.init_weights): at one seed every arm starts its shared parameters
+    alike, so a paired comparison of Base and ConceptLM differs by the mechanism, not by the draw; no
+    two tensors of a model repeat a draw; another seed draws anew."""
+    params = _init(arch, 0)
+    base = _init("gpt2" if "gpt2" in arch else "pythia" if "pythia" in arch else "llama", 0)
+    for name, p in params.items():
+        if name in base and base[name].shape == p.shape and "proj" not in name:
+            assert torch.equal(p, base[name]), f"{arch}: {name} starts unlike the token model's at the same seed"
+    drawn = [p for p in params.values() if p.dim() > 1  # drawn at random: not DLCM's router (the identity)
+             and not (p.dim() == 2 and torch.equal(p, torch.eye(*p.shape)))]
+    firsts = [tuple(p.flatten()[:4].tolist()) for p in drawn]
+    assert len(set(firsts)) == len(firsts), f"{arch}: two tensors share a draw"
+    other = _init(arch, 1)
+    assert all(not torch.equal(p, other[n]) for n, p in params.items() if any(p is q for q in drawn))
+
+
+def test_pm_shares_base_weights_up_to_the_depth_scaling():
+    base, pm = _init("gpt2", 3), _init("gpt2", 3, n_layer=4)
+    for name, p in base.items():
+        if name.endswith("proj.weight"):  # 1/sqrt(2 n_layer): 2 layers against 4
+            torch.testing.assert_close(pm[name], p * (4 / 8) ** 0.5)
+        else:
+            assert torch.equal(pm[name], p), name
