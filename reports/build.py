@@ -230,6 +230,18 @@ def _mechanism_blocks(tables: Path) -> list[Block]:
     return [Heading(3, "Mechanism checks"), Paragraph(text), Table(HEADER, mechanism_rows(data))]
 
 
+def _levels_blocks(tables: Path) -> list[Block]:
+    """The bench (``tables/levels.py``): what a concept model could find in the synthetic world."""
+    from tables.levels import HEADER, levels_caption, levels_rows
+
+    path = tables / "levels.json"
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text())
+    return [Heading(3, "The bench: the world's entropy by level"), Paragraph(levels_caption(data)),
+            Table(HEADER, levels_rows(data))]
+
+
 def _summary_blocks(index: dict, built: dict[str, list[dict]], tables: Path, figures: _Figures) -> list[Block]:
     """The first screen: the reading rule, then per paper its claims judged on our runs (``claims.py``),
     the forest plot of their tested parts, then the row orderings of its tables (``summary.py``)."""
@@ -246,7 +258,7 @@ def _summary_blocks(index: dict, built: dict[str, list[dict]], tables: Path, fig
         blocks += [Paragraph("Row orderings of the paper's tables (detail: the papers do not claim each pair):"),
                    *paper_summary(built[paper])]
     blocks += [Heading(3, "How to read the verdicts"), Bullets([CLAIMS_RULE] + READING)]
-    blocks += _mechanism_blocks(tables)
+    blocks += _mechanism_blocks(tables) + _levels_blocks(tables)
     if len(papers) < len(index["papers"]):
         blocks.append(Paragraph("Our own tables of the embedded runs (no reported numbers) come next, then one "
                                 "section per paper."))

@@ -10,6 +10,7 @@ from common.errors import ReproError, entry_point
 
 from .build import build
 from .coverage import load_coverage
+from .levels import load_levels
 from .publish import write_tables
 from .reported import REPORTED
 from .specs import SPECS
@@ -29,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     command.add_argument("--expected", type=Path, help="each run's config hash as the profile resolves it now (the DAG "
                          "writes it): results of another config are refused")
     command.add_argument("--allow-stale", action="store_true", help="show results of another config, marked stale")
+    command.add_argument("--levels", type=Path, help="the synthetic world's levels.json (the data stage's): the bench's "
+                         "entropy by level, written beside the tables")
     args = parser.parse_args(argv)
     for flag, folder in (("--specs", args.specs), ("--reported", args.reported)):
         if not folder.is_dir():
@@ -39,8 +42,9 @@ def main(argv: list[str] | None = None) -> int:
             expected = json.loads(args.expected.read_text())
         except (OSError, json.JSONDecodeError) as error:
             raise ReproError(f"--expected {args.expected}: unreadable ({error}); re-run snakemake to rewrite it") from None
+    levels = load_levels(args.levels) if args.levels is not None else None
     index = write_tables(build(args.results, args.specs, args.reported, expected, args.allow_stale), args.out,
-                         load_coverage(args.coverage, args.results))
+                         load_coverage(args.coverage, args.results), levels)
     flagged = {paper: f"{counts['material']} material, {counts['rounding']} rounding"
                for paper, counts in index["flagged"].items()}
     print(f"wrote {len(index['tables'])} tables to {args.out}; audit: {flagged}")

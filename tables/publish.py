@@ -16,6 +16,7 @@ from .claims import NOT_RUN, VERDICTS, claim_record, claims_markdown
 from .coverage import Coverage
 from .io import write_atomic
 from .layout import layout
+from .levels import levels_markdown
 from .mechanisms import mechanisms_json, mechanisms_markdown
 from .ordering import ALPHA, OUTCOMES, RULE
 from .render import table_csv, table_json, table_latex, table_markdown, worst
@@ -81,9 +82,9 @@ def _claim_counts(records: list[dict]) -> dict[str, int]:
     return dict(counts)
 
 
-def write_tables(build: Build, out: Path, coverage: Coverage = Coverage()) -> dict:
+def write_tables(build: Build, out: Path, coverage: Coverage = Coverage(), levels: dict | None = None) -> dict:
     """Render and write everything; return the index. ``coverage`` names the profiles that fill what
-    this one does not reproduce."""
+    this one does not reproduce; ``levels`` is the synthetic world's entropy by level (``tables.levels``)."""
     entries = []
     for view in build.tables:
         stem = out / view.spec.paper / view.spec.table
@@ -98,6 +99,12 @@ def write_tables(build: Build, out: Path, coverage: Coverage = Coverage()) -> di
         write_atomic(out / paper / "claims.md", claims_markdown(paper, records))
     atomic_write_json(out / "mechanisms.json", mechanisms_json(build.mechanisms))
     write_atomic(out / "mechanisms.md", mechanisms_markdown(build.mechanisms))
+    if levels is not None:
+        atomic_write_json(out / "levels.json", levels)
+        write_atomic(out / "levels.md", levels_markdown(levels))
+    else:  # a profile on a real corpus: nothing of an earlier synthetic build is shown
+        for stale in (out / "levels.json", out / "levels.md"):
+            stale.unlink(missing_ok=True)
     write_atomic(out / "audit.md", audit_markdown(build))
     atomic_write_json(out / "audit.json", audit_json(build))
     verdicts = Counter()

@@ -95,3 +95,25 @@ rule embedded_tasks:
         f"{DS}/logs/embedded_tasks.bench.tsv",
     shell:
         logged("{params.python} -m evals.tasks.embedded --settings {input.settings} --out {params.out}")
+
+
+# The synthetic world's entropy split into its plan units and their surface, and how far back the plan
+# depends (corpora/synthetic/levels.py): what a concept model could find in this world. Main corpus only.
+LEVELS = [f"{DATA}/levels.json"] if PROFILE["corpus"]["source"] == "synthetic" else []
+
+
+rule world_levels:
+    input:
+        settings=f"{DATA}/settings.json",
+        tokenizer=f"{DATA}/tokenizer.json",
+    output:
+        f"{DATA}/levels.json",
+    params:
+        python=PYTHON,
+    log:
+        f"{DATA}/logs/levels.log",
+    benchmark:
+        f"{DATA}/logs/levels.bench.tsv",
+    shell:
+        logged("{params.python} -m corpora.synthetic.levels --settings {input.settings} --tokenizer {input.tokenizer}"
+               " --out {output}")

@@ -38,6 +38,7 @@ rule tables:
         eval_results(),
         runs=f"{RUNS}/index.json",
         profiles=f"{OUT}/profiles.json",
+        levels=LEVELS,
     output:
         f"{OUT}/tables/index.json",
         report(f"{OUT}/tables/audit.md", caption="report/audit.rst", category="Audit"),
@@ -53,7 +54,8 @@ rule tables:
         # the runs' configs as the profile resolves them now: results of another config are refused
         f"printf '%s\\n' {{params.expected:q}} > {OUT}/logs/expected_configs.json && "
         + logged(f"{{params.python}} -m tables build --results {RUNS} --out {OUT}/tables --coverage {{input.profiles}}"
-                 f" --expected {OUT}/logs/expected_configs.json")
+                 f" --expected {OUT}/logs/expected_configs.json"
+                 + (" --levels {input.levels}" if LEVELS else ""))
 
 
 rule report:

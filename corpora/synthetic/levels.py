@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
+from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -243,13 +244,17 @@ def measure(cfg: WorldConfig, seed: int, encode, n_docs: int = 500, n_fit: int =
 
 
 def main(argv=None) -> None:
-    """``python -m corpora.synthetic.levels --tokenizer tokenizer.json --out levels.json [--world JSON]``"""
+    """``python -m corpora.synthetic.levels --tokenizer tokenizer.json --out levels.json [--settings
+    settings.json | --world JSON --seed N]``: the data stage's settings give the world and its seed."""
     import argparse
     import json
 
     from tokenizers import Tokenizer
 
+    from common.io import atomic_write_json
+
     ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--settings", help="the data stage's settings.json (its corpus.synthetic and corpus.seed)")
     ap.add_argument("--world", default="{}", help="WorldConfig fields as JSON ({} = the embedded defaults)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tokenizer", required=True, help="the corpus's tokenizer.json (the tokenizer rule's output)")
@@ -257,11 +262,14 @@ def main(argv=None) -> None:
     ap.add_argument("--fit", type=int, default=4000)
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
+    world, seed = json.loads(args.world), args.seed
+    if args.settings:
+        corpus = json.loads(Path(args.settings).read_text())["corpus"]
+        world, seed = corpus.get("synthetic") or {}, int(corpus.get("seed", 0))
     tok = Tokenizer.from_file(args.tokenizer)
-    result = measure(WorldConfig(**json.loads(args.world)), args.seed,
-                     lambda texts: [e.ids for e in tok.encode_batch(texts)], args.docs, args.fit)
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=1, sort_keys=True)
+    result = measure(WorldConfig(**world), seed, lambda texts: [e.ids for e in tok.encode_batch(texts)],
+                     args.docs, args.fit)
+    atomic_write_json(Path(args.out), result)
     print(json.dumps(result["nats_per_token"]), json.dumps(result["units"]))
 
 

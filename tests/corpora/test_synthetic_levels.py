@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from itertools import islice
 
@@ -121,3 +122,23 @@ def test_topics_make_content_words_predictable_given_the_topic(topical):
 def test_topic_settings_are_validated(field, value, hint):
     with pytest.raises(ValueError, match=f"WorldConfig.{field} .*{hint}"):
         WorldConfig(**{field: value})
+
+
+def test_the_cli_reads_the_data_stages_settings(tmp_path):
+    """``--settings`` (the data stage's settings.json) gives the world and its seed, as the corpus rule reads
+    them: the same figures as the same world and seed given directly; the JSON is written whole."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from corpora.synthetic.levels import main
+
+    tok = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.save(str(tmp_path / "tokenizer.json"))
+    (tmp_path / "settings.json").write_text(json.dumps({"corpus": {"id": "w", "seed": 3, "source": "synthetic",
+                                                                   "synthetic": {"max_sentences": 3}}}))
+    common = ["--tokenizer", str(tmp_path / "tokenizer.json"), "--docs", "4", "--fit", "4"]
+    main(["--settings", str(tmp_path / "settings.json"), *common, "--out", str(tmp_path / "a.json")])
+    main(["--world", '{"max_sentences": 3}', "--seed", "3", *common, "--out", str(tmp_path / "b.json")])
+    main([*common, "--out", str(tmp_path / "c.json")])
+    a, b, c = (json.loads((tmp_path / f"{n}.json").read_text()) for n in "abc")
+    assert a == b and a["seed"] == 3 and a != c
