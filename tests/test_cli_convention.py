@@ -23,6 +23,7 @@ BAD_INPUT = {
     "evals.conditional": ["--run-dir", "{t}", "--tokenizer", "{m}", "--tokens", "{t}", "--settings", "{{",
                           "--out", "{t}/c.json"],
     "evals.tasks.embedded": ["--settings", "{m}", "--out", "{t}/tasks"],
+    "corpora.synthetic.levels": ["--settings", "{m}", "--tokenizer", "{m}", "--out", "{t}/levels.json"],
     "tables": ["build", "--specs", "{m}", "--out", "{t}/tables"],
     "reports": ["findings", "--tables", "{m}", "--readme", "{t}/README.md"],
     "benchmarks.gpu_throughput": ["--device", "cuda", "--out", "{t}/b.json"],  # with CUDA hidden below

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflows.experiments import ConfigError, resolve, run_config, validate
+from workflows.experiments import ConfigError, load_profile, resolve, run_config, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,25 +30,38 @@ def test_default_profile_is_valid_and_resolves():
     validate(config)
     exps = resolve(config)
     assert exps["pm_gpt2_s"]["model"]["n_layer"] == exps["base_gpt2_s"]["model"]["n_layer"] + 2
-    assert exps["conceptlm_gpt2_m"]["model"]["d_model"] == 96  # inherited from its base
     run = run_config(config, "pm_gpt2_s", 0)
     assert run["seed"] == 0
     assert run["model"]["n_layer"] == 6 and run["model"]["mlp_ratio"] == 4  # registry defaults written out
     assert run["model"]["tie_embeddings"] is False  # every GPT-2 arm untied, Base and PM too (CODE_NOTES)
-    assert run_config(config, "base_gpt2_s_tied", 0)["model"]["tie_embeddings"] is True  # the diagnostic row
     assert run_config(config, "conceptlm_gpt2_s", 0)["model"]["fusion"] == "norm_add"  # GPT-2 backbone default
     assert run_config(config, "conceptlm_pythia_s", 0)["model"]["insert_layer"] == 1  # Pythia: L1 (§4.1)
-    # sweeps expand to one experiment per value; seeds stay with their entry, evals are inherited
-    assert [exps[f"conceptlm_pythia_s_n{n}"]["model"]["codebook_size"] for n in (8, 256)] == [8, 256]
-    assert exps["conceptlm_pythia_s"]["seeds"] == [0, 1, 2] and exps["conceptlm_pythia_s_k2"]["seeds"] == [0]
-    assert exps["conceptlm_gpt2_m"]["evals"] == ["ppl", "embedded", "codebook"] and exps["base_gpt2_xs"]["evals"] == ["ppl"]
-    # every row whose order is judged has 3 seeds (tables/ordering.py judges no pair with fewer)
-    judged = ("base_gpt2_s", "pm_gpt2_s", "conceptlm_gpt2_s", "contextlm_pythia_xs", "conceptlm_pythia_xs",
-              "conceptlm_pythia_s", "conceptlm_pythia_s_ntp", "conceptlm_pythia_s_ntp_vq", "conceptlm_pythia_s_ntp_ncp",
-              "mtp_pythia_s", "pm_pythia_s")
-    assert all(len(exps[e]["seeds"]) == 3 for e in judged)
-    len64 = exps["pm_pythia_s_len4th"]
-    assert (len64["model"]["seq_len"], len64["train"]["batch_size"], len64["model"]["n_layer"]) == (64, 32, 6)
+    # every row whose order or claim is judged has 3 seeds and the headline budget; the law grid its own
+    judged = ("base_gpt2_s", "pm_gpt2_s", "contextlm_gpt2_s", "conceptlm_gpt2_s", "conceptlm_pythia_s",
+              "conceptlm_pythia_s_ntp", "conceptlm_pythia_s_ntp_vq", "conceptlm_pythia_s_ntp_ncp", "mtp_pythia_s",
+              "pm_pythia_s", "dlcm_s", "dlcm_local_parser_s")
+    assert all(len(exps[e]["seeds"]) == 3 and exps[e]["train"]["steps"] == 600 for e in judged)
+    assert {exps[e]["train"]["steps"] for e in exps if e.startswith("dlcm_law_")} == {120}
+    # one-seed fillers and answered diagnostics are not in the embedded grid
+    assert not {"conceptlm_gpt2_m", "conceptlm_pythia_s_n8", "pm_pythia_s_len4th", "base_gpt2_s_tied"} & set(exps)
+
+
+def test_fillers_run_in_small_and_diagnostics_in_their_opt_in_profile():
+    """config/small.yaml keeps every table filler the embedded grid dropped (sweeps expanded, one seed each,
+    inherited evals); config/diagnostics.yaml is the embedded grid plus the diagnostic rows."""
+    small = resolve(load_profile(ROOT / "config" / "small.yaml"))
+    assert [small[f"conceptlm_pythia_s_n{n}"]["model"]["codebook_size"] for n in (8, 256)] == [8, 256]
+    assert small["conceptlm_pythia_s"]["seeds"] == [0, 1, 2] and small["conceptlm_pythia_s_k2"]["seeds"] == [0]
+    assert small["conceptlm_gpt2_m"]["model"]["d_model"] == 768  # inherited from its base
+    assert small["contextlm_pythia_xs"]["seeds"] == [0, 1, 2]
+    len4th = small["pm_pythia_s_len4th"]
+    assert (len4th["model"]["seq_len"], len4th["train"]["batch_size"], len4th["model"]["n_layer"]) == (256, 256, 10)
+    diagnostics = resolve(load_profile(ROOT / "config" / "diagnostics.yaml"))
+    embedded = resolve(load_profile(ROOT / "config" / "default.yaml"))
+    assert set(diagnostics) - set(embedded) == {"base_gpt2_s_tied", "conceptlm_gpt2_s_tied", "conceptlm_gpt2_s_add",
+                                                "contextlm_gpt2_s_add", "conceptlm_gpt2_s_normonly", "mtp_pythia_s_mean"}
+    assert diagnostics["base_gpt2_s_tied"]["model"]["tie_embeddings"] is True
+    assert diagnostics["conceptlm_gpt2_s_add"]["train"] == embedded["conceptlm_gpt2_s"]["train"]  # same budget
 
 
 def _error(config) -> str:
@@ -190,7 +203,7 @@ def test_relative_overrides_add_to_the_inherited_value(profile):
     profile["experiments"].append({"id": "plus10", "base": "base_pythia_s", "overrides": {"model.n_layer": "+10"}})
     exps = resolve(profile)
     assert exps["plus10"]["model"]["n_layer"] == exps["base_pythia_s"]["model"]["n_layer"] + 10
-    assert exps["pm_pythia_s_len4th"]["model"]["n_layer"] == exps["base_pythia_s"]["model"]["n_layer"] + 2
+    assert exps["pm_pythia_s"]["model"]["n_layer"] == exps["base_pythia_s"]["model"]["n_layer"] + 2
     _entry(profile, "pm_gpt2_s")["overrides"]["train.lr"] = "+1"
     assert "experiments[pm_gpt2_s].overrides: train.lr: '+1' is relative" in _error(profile)
 
@@ -201,13 +214,13 @@ def test_a_profile_extends_another_by_merging(tmp_path):
     (tmp_path / "child.yaml").write_text(yaml.safe_dump({
         "extends": str(ROOT / "config" / "default.yaml"), "profile": "child",
         "defaults": {"train": {"steps": 70}},
-        "experiments": [{"id": "base_gpt2_xs", "overrides": {"model.d_model": 32, "model.n_head": 2}},
-                        {"id": "extra", "base": "base_gpt2_xs"}]}))
+        "experiments": [{"id": "base_pythia_s", "overrides": {"model.d_model": 32, "model.n_head": 2}},
+                        {"id": "extra", "base": "base_pythia_s"}]}))
     config = load_profile(tmp_path / "child.yaml")
     exps = resolve(config)
     assert config["profile"] == "child" and config["defaults"]["train"]["lr"] == 3.0e-3  # merged, not replaced
-    assert exps["conceptlm_gpt2_xs"]["model"]["d_model"] == 32 and exps["conceptlm_gpt2_xs"]["train"]["steps"] == 70
-    assert exps["extra"]["model"]["n_head"] == 2 and exps["base_gpt2_xs"]["evals"] == ["ppl"]  # entry replaced
+    assert exps["conceptlm_pythia_s"]["model"]["d_model"] == 32 and exps["conceptlm_pythia_s"]["train"]["steps"] == 70
+    assert exps["extra"]["model"]["n_head"] == 2 and exps["base_pythia_s"]["model"]["arch"] == "gpt2"  # entry replaced
     assert config["tokenizer"] == load_profile(ROOT / "config" / "default.yaml")["tokenizer"]  # not overridden
     (tmp_path / "loop.yaml").write_text("extends: loop.yaml\nprofile: loop\n")
     with pytest.raises(ConfigError, match="extends chain returns to loop.yaml"):

@@ -17,9 +17,10 @@ from workflows.experiments import load_profile, resolve
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
 OFFLINE = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": ""}
-# the full-scale profiles and the executor profile each is meant for
+# the full-scale profiles and the executor profile each is meant for (not the CPU ones: the embedded default
+# and its opt-in diagnostics, which tests/test_config.py resolves)
 FULL_SCALE = {path.name: "slurm" if path.name.startswith("paper-") else "gpu"
-              for path in sorted((ROOT / "config").glob("*.yaml")) if path.name != "default.yaml"}
+              for path in sorted((ROOT / "config").glob("*.yaml")) if path.name not in ("default.yaml", "diagnostics.yaml")}
 
 
 def dry_run(workdir: Path, configfile: Path, profile: str, *extra: str) -> subprocess.CompletedProcess:

@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 
+from common.errors import ReproError, entry_point
 from corpora.synthetic.chooser import Scorer
 from corpora.synthetic.config import WorldConfig
 from corpora.synthetic.doctypes import ENTRY_RELATIONS, OPENINGS, RECIPE_VERBS, STEP_OPENERS, STORY_VERBS, write_document
@@ -243,6 +245,7 @@ def measure(cfg: WorldConfig, seed: int, encode, n_docs: int = 500, n_fit: int =
     }
 
 
+@entry_point
 def main(argv=None) -> None:
     """``python -m corpora.synthetic.levels --tokenizer tokenizer.json --out levels.json [--settings
     settings.json | --world JSON --seed N]``: the data stage's settings give the world and its seed."""
@@ -262,10 +265,17 @@ def main(argv=None) -> None:
     ap.add_argument("--fit", type=int, default=4000)
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
-    world, seed = json.loads(args.world), args.seed
-    if args.settings:
-        corpus = json.loads(Path(args.settings).read_text())["corpus"]
-        world, seed = corpus.get("synthetic") or {}, int(corpus.get("seed", 0))
+    try:
+        world, seed = json.loads(args.world), args.seed
+        if args.settings:
+            corpus = json.loads(Path(args.settings).read_text())["corpus"]
+            world, seed = corpus.get("synthetic") or {}, int(corpus.get("seed", 0))
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ReproError(f"levels: the world's settings are unreadable ({error}); give the data stage's "
+                         "settings.json or --world as JSON (re-run snakemake to rewrite settings.json)") from None
+    if not Path(args.tokenizer).is_file():
+        raise ReproError(f"levels: --tokenizer {args.tokenizer}: no such file; give the corpus's tokenizer.json "
+                         "(the tokenizer rule's output)")
     tok = Tokenizer.from_file(args.tokenizer)
     result = measure(WorldConfig(**world), seed, lambda texts: [e.ids for e in tok.encode_batch(texts)],
                      args.docs, args.fit)
@@ -274,4 +284,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -189,8 +189,8 @@ def test_per_scale_codebook_sizes_bound_each_scale():
     model = tokenizer(codebook_sizes=sizes).train()
     assert [b.weight.shape[0] for b in model.codebooks] == list(sizes) and model.cfg.sizes == sizes
     out = model(batch(), batch())
-    assert [out["metrics"][f"usage_pct_s{k + 1}"] for k in range(4)] == \
-        [100.0 * (c.unique().numel()) / v for c, v in zip(model.quantize(model.latent(batch()))[0], sizes)]
+    assert [out["metrics"][f"usage_pct_s{k + 1}"] for k in range(4)] == pytest.approx(  # float32 metrics
+        [100.0 * (c.unique().numel()) / v for c, v in zip(model.quantize(model.latent(batch()))[0], sizes)])
     for k, v in enumerate(sizes):
         assert not model.code_usage[k, v:].any()  # the padding of a smaller book is never counted
     model.eval()
