@@ -36,6 +36,13 @@ dynamic chunking (goombalab/hnet @ 3673fe12, digested in ``anchors/NCM_DLCM.md``
    softmax(QK^T / sqrt(d_head) + M) V W_O + H, Q from the tokens, K, V from the concepts, RMSNorm on Q and
    K per head, Eq. 16; then an MLP of the token width, Table 3 "Interm. Size (Cross)"), then the
    remaining ``decoder_layers`` backbone blocks, the final norm and the LM head.
+   ``decoder_skip``: Psi's "+ H" is an identity (CN), so the decoder's causal self-attention blocks get
+   the whole token stream and the concepts of completed segments add nothing it lacks (segments before
+   j(t) are tokens it already attends to): trained that way at the embedded scale the concept path goes
+   unused (the mechanism checks' zero / null_only / swap within 0.001 nats). ``zero_proj`` replaces the
+   first cross block's "+ H" by W_r H with W_r zero-initialised, H-Net's ``residual_proj`` (hnet.py:106-109,
+   the decoder input dechunk_out * STE + residual_proj(encoder_out)): at init the decoder reads the
+   concepts alone and the token skip opens as W_r learns.
 
 **Causality rule of the decoder's cross-attention.** Token t (in segment j(t), counted from 0) sees the
 concepts j < j(t), and a learned null concept (row 0 of the key/value sequence, so segment 0 attends to
@@ -129,6 +136,8 @@ class DLCMOptions:
     #                                       matrices; sets the depth whose share is closest (overrides concept_layers)
     concept_mlp_hidden: int | None = None  # None = the backbone's MLP ratio at d_concept (Table 3 prints one 6144)
     decoder_layers: int | None = None     # None = round(6/16 n_layer), >= 1 (Table 3: 6 of 16); encoder = the rest
+    decoder_skip: Literal["identity", "zero_proj"] = "identity"  # the first cross block's "+ H": identity (CN's
+    #                                       Psi) | zero_proj: a zero-initialised Linear of H (H-Net hnet.py:106-109)
     cross_layers: Literal["first", "every"] = "first"  # first: one cross block opens the decoder (CN's Psi,
     #                                       written once) | every: one before each decoder layer (ours; Table 3's
     #                                       cross MLP fits both)
@@ -391,10 +400,14 @@ class ConceptCrossAttention(nn.Module):
 
 
 class CrossBlock(nn.Module):
-    """x + gate * Psi(norm(x), Z~) then x + MLP(norm(x)) (CN Psi with its "+ H"; Table 3's cross MLP)."""
+    """x + gate * Psi(norm(x), Z~) then x + MLP(norm(x)) (CN Psi with its "+ H"; Table 3's cross MLP). With
+    ``skip`` (``decoder_skip: zero_proj``, first block only) the "+ x" is W_r x, W_r zero-initialised (H-Net
+    hnet.py:106-109's residual_proj): at init the decoder reads the concepts alone, the token skip opens as
+    W_r learns."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, skip: bool = False):
         super().__init__()
+        self.skip = Linear(cfg.d_model, cfg.d_model, bias=False) if skip else None
         self.ln1 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias)
         self.attn = ConceptCrossAttention(cfg.d_model, cfg.concept_width, cfg.n_head, cfg.n_kv_head or cfg.n_head,
                                           cfg.bias, cfg.dropout, cfg.norm_eps, cfg.decoder_attention,
@@ -405,7 +418,7 @@ class CrossBlock(nn.Module):
 
     def forward(self, x, z, seg, gate=None):
         y = self.drop(self.attn(self.ln1(x), z, seg))
-        x = x + (y if gate is None else gate * y)
+        x = (x if self.skip is None else self.skip(x)) + (y if gate is None else gate * y)
         return x + self.drop(self.mlp(self.ln2(x)))
 
 
@@ -444,7 +457,8 @@ class DLCM(TokenLM):
                   n_kv_head=cfg.concept_n_kv_head) for _ in range(cfg.concept_depth))
         self.concept_norm = make_norm(cfg.norm, dc, cfg.norm_eps, cfg.bias)
         self.null_concept = nn.Parameter(torch.zeros(1, dc))   # what segment 0 attends to (ours, the shift's row 0)
-        self.cross_blocks = nn.ModuleList(CrossBlock(cfg) for _ in range(cfg.n_cross))
+        self.cross_blocks = nn.ModuleList(CrossBlock(cfg, skip=i == 0 and cfg.decoder_skip == "zero_proj")
+                                          for i in range(cfg.n_cross))
         self.parser_stats = ParserStats()
         if cfg.boundary_calibration == "quantile":  # checkpointed with the weights; used as is at inference
             self.register_buffer("tau", torch.tensor(float(cfg.boundary_threshold)))
@@ -465,6 +479,8 @@ class DLCM(TokenLM):
                     group = self.mup_group(name, p)
                     if group in ("token", "concept") and not name.startswith("router."):
                         p.mul_(1 / math.sqrt(cfg.s_token if group == "token" else cfg.s_concept))
+        if self.cross_blocks[0].skip is not None:  # H-Net's residual_proj: zero at init (hnet.py:106-109)
+            nn.init.zeros_(self.cross_blocks[0].skip.weight)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.wte.weight
 
@@ -655,7 +671,8 @@ def matrix_params(cfg, concept_layers: int | None = None) -> dict[str, int]:
     mlp = gates * d * (cfg.mlp_hidden or cfg.mlp_ratio * d)
     token_block = 2 * d * d + 2 * d * kv + mlp
     router = 2 * d * cfg.scan_width if cfg.boundary_predictor == "learned" else 0
-    cross_token, cross_kv = cfg.n_cross * (2 * d * d + mlp), cfg.n_cross * 2 * dc * kv
+    skip = d * d if cfg.decoder_skip == "zero_proj" else 0  # the first cross block's W_r
+    cross_token, cross_kv = cfg.n_cross * (2 * d * d + mlp) + skip, cfg.n_cross * 2 * dc * kv
     depth = cfg.concept_depth if concept_layers is None else concept_layers
     concept = depth * (2 * dc * dc + 2 * dc * kv_c + gates * dc * cfg.concept_hidden)
     return {"token_block": token_block, "router": router, "up": d * dc, "cross_token": cross_token,

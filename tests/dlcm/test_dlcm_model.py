@@ -422,6 +422,24 @@ def test_ignored_targets_and_registration():
     torch.testing.assert_close(loss, F.cross_entropy(logits.flatten(0, 1), y.flatten(), ignore_index=-100))
 
 
+@pytest.mark.parametrize("variant", ["dlcm_gpt2", "dlcm_gpt2-rule"])
+def test_zero_projected_skip_leaves_the_concepts_as_the_decoders_only_input_at_init(variant):
+    """decoder_skip: zero_proj (H-Net's zero-initialised residual_proj): at init, with the cross-attention
+    output multiplied by 0 (the mechanisms' "zero"), nothing of the tokens reaches the decoder, so every
+    position of every input gets the same logits; the identity skip ("+ H") passes the tokens through."""
+    x = tokens(2, T, seed=5)
+    zero = lambda z, seg, gate: (z, seg, 0.0)  # noqa: E731
+    for skip, alike in (("zero_proj", True), ("identity", False)):
+        model = build(variant, decoder_skip=skip).eval()
+        model.intervention = zero
+        with torch.no_grad():
+            logits = model(x)["logits"]
+        assert torch.equal(logits, logits[:1, :1].expand_as(logits)) is alike, skip
+    block = build(variant, decoder_skip="zero_proj").cross_blocks[0]
+    assert block.skip is not None and not block.skip.weight.any()
+    assert build(variant).cross_blocks[0].skip is None  # default: the checkpoints' state dict is unchanged
+
+
 def test_flops_per_token_falls_with_the_compression_ratio():
     shape = {"arch": "dlcm_gpt2", "d_model": 64, "n_layer": 4, "n_head": 4}
     flops = [flops_per_token({**shape, "target_ratio": r}, vocab_size=100, seq_len=256) for r in (2, 4, 8)]
@@ -447,6 +465,7 @@ def test_flops_per_token_falls_with_the_compression_ratio():
     ({"mup_concept_lr_ratio": 0.0}, "mup_concept_lr_ratio"),
     ({"calibration_momentum": 0.0}, "calibration_momentum"),
     ({"boundary_calibration": "median"}, "boundary_calibration"),
+    ({"decoder_skip": "gate"}, "decoder_skip"),
 ])
 def test_bad_config_is_a_one_line_error_naming_the_key(fields, key):
     with pytest.raises(ValueError, match=rf"model\.{key}") as err:
