@@ -42,7 +42,11 @@ dynamic chunking (goombalab/hnet @ 3673fe12, digested in ``anchors/NCM_DLCM.md``
    unused (the mechanism checks' zero / null_only / swap within 0.001 nats). ``zero_proj`` replaces the
    first cross block's "+ H" by W_r H with W_r zero-initialised, H-Net's ``residual_proj`` (hnet.py:106-109,
    the decoder input dechunk_out * STE + residual_proj(encoder_out)): at init the decoder reads the
-   concepts alone and the token skip opens as W_r learns.
+   concepts alone and the token skip opens as W_r learns. Measured at the embedded shape (d 64, d_concept
+   128, 2 concept layers, R 4, batch 8 x 256, 300 steps, seed 0): zero / null_only rise from 0.001 to 0.09
+   nats but swap stays 0.002 and the test NLL is 0.3 nats worse (2.77 vs 2.47): the decoder then reads the
+   path as a near-constant input (the concepts' values vary 8% of their norm), not their content; the
+   default stays the paper's identity.
 
 **Causality rule of the decoder's cross-attention.** Token t (in segment j(t), counted from 0) sees the
 concepts j < j(t), and a learned null concept (row 0 of the key/value sequence, so segment 0 attends to
