@@ -36,7 +36,11 @@ _UMASK = _current_umask()
 
 
 class WriteError(ReproError, OSError):
-    """Writing an artifact failed (typically: disk full); nothing was replaced."""
+    """Writing an artifact failed (typically: disk full); nothing was replaced. Its text is the message alone
+    (the errno stays in ``.errno``)."""
+
+    def __str__(self) -> str:
+        return self.strerror or super().__str__()
 
 
 @contextmanager

@@ -1,8 +1,11 @@
 """The provenance block every result carries: code version, library versions, host."""
 from __future__ import annotations
 
+import functools
 import importlib.metadata
+import os
 import platform
+import re
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,9 +37,56 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
+# The environment variables that fix which code path a CPU library takes on an x86 host (README, "Same numbers
+# on another host"): MKL's conditional-numerical-reproducibility AVX2 branch (fixed cache sizes, deterministic
+# reductions) and ATen's AVX2 kernels. The workflow sets them for its jobs (workflows/common.smk); the
+# fingerprint records what was in effect.
+HOST_PINS = {"MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}
+
+
+def host_pins() -> dict[str, str]:
+    """The pins for this machine: ``HOST_PINS`` on x86-64, none elsewhere (the values name x86 code paths)."""
+    return dict(HOST_PINS) if platform.machine().lower() in ("x86_64", "amd64") else {}
+
+
+def _cpu_model() -> tuple[str, str]:
+    """(model name, vendor) from /proc/cpuinfo, or the platform's words where there is none."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return platform.processor() or platform.machine(), "unknown"
+    field = lambda name: next(iter(re.findall(rf"^{name}\s*:\s*(.+)$", text, re.M)), "unknown").strip()  # noqa: E731
+    return field("model name"), field("vendor_id")
+
+
+@functools.lru_cache(maxsize=1)
+def host_fingerprint() -> dict:
+    """What decides a CPU run's numbers besides the code and the seed: the CPU (model, vendor, the instruction
+    set torch dispatches to), cores and threads, the torch / oneDNN / BLAS builds and the pins in effect."""
+    import torch
+
+    config = torch.__config__.show()
+    find = lambda pattern: next(iter(re.findall(pattern, config)), "unknown")  # noqa: E731
+    cpu, vendor = _cpu_model()
+    return {"cpu": cpu, "vendor": vendor, "machine": platform.machine(), "isa": torch.backends.cpu.get_cpu_capability(),
+            "cores": os.cpu_count(), "threads": torch.get_num_threads(), "torch": torch.__version__,
+            "onednn": find(r"MKL-DNN (v[\d.]+)"), "blas": find(r"BLAS_INFO=(\w+)"),
+            "mkl": find(r"Math Kernel Library Version ([\d.]+)"),
+            "pins": {name: os.environ.get(name) for name in HOST_PINS}}
+
+
+def host_summary(fingerprint: dict) -> str:
+    """One line of a fingerprint: ``Intel(R) Xeon(R) Processor, AVX512, 2 cores, torch 2.13.0, pins MKL_CBWR=AVX2``."""
+    pins = ", ".join(f"{k}={v}" for k, v in fingerprint.get("pins", {}).items() if v) or "none"
+    return (f"{fingerprint.get('cpu', 'unknown CPU')} ({fingerprint.get('vendor', '?')}), ISA {fingerprint.get('isa', '?')}, "
+            f"{fingerprint.get('cores', '?')} cores, torch {fingerprint.get('torch', '?')}, oneDNN "
+            f"{fingerprint.get('onednn', '?')}, BLAS {fingerprint.get('blas', '?')} {fingerprint.get('mkl', '')}".rstrip()
+            + f", pins {pins}")
+
+
 def provenance(*, config_hash: str, checkpoint_sha256: str | None, seed: int, wall_time_s: float) -> dict:
     commit, dirty = git_state()
     return {"git_commit": commit, "git_dirty": dirty, "config_hash": config_hash,
             "checkpoint_sha256": checkpoint_sha256, "versions": library_versions(), "seed": seed,
             "wall_time_s": round(wall_time_s, 3), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "host": platform.node()}
+            "host": platform.node(), "host_fingerprint": host_fingerprint()}

@@ -58,8 +58,18 @@ def _stream(path: str, name: str | None, split: str, local_key: str = "corpus.lo
                           f"Point {local_key} at downloaded files instead") from e
 
 
+def _rows(rows: Iterator[dict], where: str) -> Iterator[dict]:
+    """``rows``, with a file that turns out unreadable part-way (binary, not UTF-8, malformed) one ``CorpusError``."""
+    try:
+        yield from rows
+    except (ValueError, OSError) as e:  # UnicodeDecodeError, pyarrow's ArrowInvalid, a datasets generation error
+        cause = e.__cause__ or e.__context__ or e
+        raise CorpusError(f"{where}: cannot be read ({type(cause).__name__}: {str(cause).splitlines()[0][:160]}); "
+                          "give UTF-8 text, jsonl or parquet") from None
+
+
 def _texts(rows: Iterator[dict], field: str, where: str) -> Iterator[dict]:
-    for row in rows:
+    for row in _rows(rows, where):
         if field not in row:
             raise CorpusError(f"{where}: rows have no field {field!r} (fields: {sorted(row)}); set corpus.text_field")
         text = row[field]
@@ -93,20 +103,56 @@ def carve(native: dict[str, Iterator[dict]], counts: dict[str, int]) -> dict[str
     return {"train": train, **out}
 
 
+SNIFF_BYTES = 1 << 16  # what local_file_problem reads of a file: its format shows in its first lines
+
+
+def local_file_problem(path: str | Path) -> str | None:
+    """Why a local corpus file cannot be read, judged from its size, extension and first bytes (None when it
+    looks readable): cheap enough to run before any job, whatever the file's size."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        return "no such file; fix the path (relative paths start at the working directory)"
+    size = path.stat().st_size
+    if size == 0:
+        return "the file is empty; point it at a file with documents"
+    if path.suffix not in LOCAL_FORMATS:
+        return f"unsupported extension {path.suffix!r}; use one of {sorted(LOCAL_FORMATS)}"
+    with open(path, "rb") as f:
+        head = f.read(SNIFF_BYTES)
+    if path.suffix == ".parquet":
+        return None if head[:4] == b"PAR1" else "not a parquet file (it does not start with PAR1); give a parquet file or rename it"
+    if b"\x00" in head:
+        return "a binary file (NUL bytes), not text; give UTF-8 text, jsonl or parquet"
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if e.start < len(head) - 3 or len(head) == size:  # not a character cut by the end of the sniffed bytes
+            return (f"not UTF-8 (byte {e.start}: {head[e.start:e.start + 1]!r}); convert it "
+                    "(iconv -f <its encoding> -t UTF-8) or give UTF-8 text")
+        text = head[:e.start].decode("utf-8")
+    if path.suffix == ".jsonl":
+        lines = text.splitlines() if len(head) == size else text.splitlines()[:-1]  # the last may be cut
+        first = next((line for line in lines if line.strip()), None)
+        if first is not None:
+            try:
+                row = json.loads(first)
+            except ValueError:
+                return "its first line is not JSON; give one JSON object per line"
+            if not isinstance(row, dict):
+                return "its first line is not a JSON object; give one object per line ({\"text\": ...})"
+    return None
+
+
 def local_documents(cfg: dict) -> dict[str, Iterator[dict]]:
     """Documents per split from local text / jsonl / parquet files (absolute or relative paths); a valid or
     test file not given is carved from the head of train (``carve``: documents, default ``CARVE``)."""
     out = {}
     for split in (split for split in SPLITS if split in cfg):
         path = Path(cfg[split]).expanduser().resolve()
-        if not path.is_file():
-            raise CorpusError(f"corpus.local.{split}={cfg[split]}: no such file; fix the path")
-        if path.stat().st_size == 0:
-            raise CorpusError(f"corpus.local.{split}={path}: the file is empty; point it at a file with documents")
-        fmt = LOCAL_FORMATS.get(path.suffix)
-        if fmt is None:
-            raise CorpusError(f"corpus.local.{split}={path}: unsupported extension {path.suffix!r}; "
-                              f"use one of {sorted(LOCAL_FORMATS)}")
+        problem = local_file_problem(path)
+        if problem:
+            raise CorpusError(f"corpus.local.{split}={cfg[split]}: {problem}")
+        fmt = LOCAL_FORMATS[path.suffix]
         kwargs = {"sample_by": cfg.get("sample_by", "paragraph")} if fmt == "text" else {}
         rows = _stream(fmt, None, "train", data_files={"train": str(path)}, **kwargs)
         out[split] = _texts(rows, cfg.get("text_field", "text"), str(path))

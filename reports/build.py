@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from common.provenance import host_summary
 from tables.io import write_atomic
 from tables.reported import ReportedCell, load_reported
 from tables.results import Metric, Reproduced, load_results, profile_facts, result_files
@@ -275,7 +276,9 @@ def origin(runs: Path) -> str:
         except (json.JSONDecodeError, AttributeError):
             continue
         commits[str(provenance.get("git_commit", "unknown"))[:10]] += 1
-        hosts[str(provenance.get("host") or "unknown host")] += 1
+        fingerprint = provenance.get("host_fingerprint")
+        host = str(provenance.get("host") or "unknown host")
+        hosts[f"{host}: {host_summary(fingerprint)}" if isinstance(fingerprint, dict) else host] += 1
         dirty += bool(provenance.get("git_dirty"))
     if not commits:
         return f"Profile {facts.get('name', 'unknown')} ({facts['scale']} scale): no results yet."

@@ -179,25 +179,59 @@ class StaleResultsError(ReproError):
     """A result was made with another config than the profile resolves its run to today."""
 
 
+def _read_json(path: Path) -> dict | None:
+    try:
+        value = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _bindings_differ(root: Path, run: str, result: dict, expected: dict) -> list[str]:
+    """What a result no longer matches of the files its run was made from: ``checkpoint`` (the result scored
+    other weights than the run's final/), ``data`` (the run trained on other token files than the profile's
+    dataset holds now: ``expected["tokens"]``, its manifest) and ``upstream`` (it built on other weights than
+    its upstream run holds now: ``expected["upstream"]``, a run folder name). [] without a run manifest."""
+    manifest = _read_json(root / run / "final" / "manifest.json")
+    if manifest is None:
+        return []
+    differ = []
+    scored = (result.get("provenance") or {}).get("checkpoint_sha256")
+    if scored and scored != manifest.get("model_sha256"):
+        differ.append("checkpoint")
+    tokens = _read_json(expected["tokens"]) if expected.get("tokens") else None
+    if tokens is not None:
+        now = {"tokenizer_sha256": tokens.get("tokenizer_sha256"),
+               "splits": {split: entry.get("sha256") for split, entry in (tokens.get("splits") or {}).items()}}
+        if now != {key: (manifest.get("data") or {}).get(key) for key in now}:
+            differ.append("data")
+    upstream = _read_json(root / expected["upstream"] / "final" / "manifest.json") if expected.get("upstream") else None
+    if upstream is not None and (manifest.get("upstream") or {}).get("model_sha256") != upstream.get("model_sha256"):
+        differ.append("upstream")
+    return differ
+
+
 def stale_results(root: Path, expected: dict[str, dict]) -> dict[str, str]:
-    """Run ("<experiment>/seed<k>") -> "<run folder> (<differing sections> differ)" for the runs whose results
-    were made with another config than ``expected`` (``run -> {"hash", "sections"}``, from the profile as
-    parsed now)."""
+    """Run ("<experiment>/seed<k>") -> "<run folder> (<what> differ)" for the runs whose results were made with
+    another config than ``expected`` (``run -> {"hash", "sections", "tokens", "upstream"}``, from the profile
+    as parsed now: the differing sections), or from other weights, token data or upstream weights than the
+    folders hold now (``_bindings_differ``)."""
     stale: dict[str, str] = {}
     for path in result_files(root):
         run = f"{path.parts[-4]}/{path.parts[-3]}"
         if run not in expected or run in stale:
             continue
-        try:
-            result = json.loads(path.read_text())
-        except (json.JSONDecodeError, AttributeError):
+        result = _read_json(path)
+        if result is None:
             continue  # load_results names a malformed file
-        if (result.get("provenance") or {}).get("config_hash") == expected[run]["hash"]:
-            continue
-        recorded, sections = result.get("config") or {}, expected[run].get("sections", {})
-        differ = sorted(key for key in recorded.keys() | sections.keys()
-                        if key not in recorded or sections.get(key) != config_hash(recorded[key]))
-        stale[run] = f"{root / run} ({', '.join(differ) or 'config'} differ)"
+        differ = []
+        if (result.get("provenance") or {}).get("config_hash") != expected[run]["hash"]:
+            recorded, sections = result.get("config") or {}, expected[run].get("sections", {})
+            differ = sorted(key for key in recorded.keys() | sections.keys()
+                            if key not in recorded or sections.get(key) != config_hash(recorded[key])) or ["config"]
+        differ += _bindings_differ(root, run, result, expected[run])
+        if differ:
+            stale[run] = f"{root / run} ({', '.join(differ)} differ)"
     return stale
 
 

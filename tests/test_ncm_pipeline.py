@@ -183,3 +183,35 @@ def test_killed_generator_resumes_through_snakemake_to_the_uninterrupted_weights
     tok = [json.loads((folder / "results/micro/runs/tok/seed0/final/manifest.json").read_text())["model_sha256"]
            for folder in (workdir, copies["killed"])]
     assert tok[0] == tok[1]  # the upstream tokenizer was kept, not retrained
+
+
+def _flip_one_bit(path: Path, at: int = 1000) -> None:
+    """A same-length edit: one bit of the file's byte ``at`` (of its middle for a short file) flipped in place."""
+    data = bytearray(path.read_bytes())
+    at = min(at, len(data) // 2)
+    data[at] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.slow
+def test_a_damaged_upstream_is_refused_before_its_downstream_loses_its_outputs(workdir, tmp_path):
+    """The tokenizer's final weights damaged after its run (one bit): plain `snakemake ncm` would re-train the
+    generator on them, deleting its good final/ first. It is refused before any job, in one line naming the
+    file and the folder to delete; the generator's weights are untouched."""
+    import shutil
+
+    from tests.test_workflow import snakemake
+
+    copy = tmp_path / "copy"
+    shutil.copytree(workdir, copy, symlinks=True)
+    damaged = runs(copy, "tok") / "final" / "model.safetensors"
+    generator = runs(copy, "gen") / "final" / "model.safetensors"
+    before = generator.read_bytes()
+    _flip_one_bit(damaged)
+    run = snakemake(copy, "--cores", "2", "ncm")
+    said = run.stdout + run.stderr
+    assert run.returncode != 0 and "rule pretrain" not in said and "Traceback" not in said, said[-3000:]
+    assert (f"{damaged.relative_to(copy)}: its content differs from the sha256 in "
+            f"{(runs(copy, 'tok') / 'final' / 'manifest.json').relative_to(copy)}") in said
+    assert f"delete {runs(copy, 'tok').relative_to(copy)} and re-run snakemake, which re-trains it" in said
+    assert generator.read_bytes() == before

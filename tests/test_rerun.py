@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pytest
 import yaml
 from safetensors.torch import load_file
 
-from tests.test_workflow import SNAKEMAKE, micro_profile
+from tests.test_workflow import ROOT, SNAKEMAKE, micro_profile
 
 EXPERIMENTS = ("base_s", "pm_s")
 
@@ -185,3 +186,54 @@ def test_killed_tokenisation_resumes_from_its_finished_shards(reference, tmp_pat
     assert "train: 3 of 6 shards kept from an interrupted run" in log, log
     for name in ("train.bin", "valid.bin", "test.bin"):
         assert (tokens / name).read_bytes() == (reference / "results/micro/data/world/tokens" / name).read_bytes()
+
+
+# Loaded by every Python process of the run below (PYTHONPATH): safetensors' writer fails as it does on a full
+# disk (its own error, the OS error in its text) for the rolling checkpoints, whatever else it writes.
+DISK_FULL = '''
+import safetensors.torch
+from safetensors import SafetensorError
+
+_save_file = safetensors.torch.save_file
+
+
+def save_file(tensors, filename, metadata=None):
+    if "/ckpt/" in str(filename):
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+    return _save_file(tensors, filename, metadata)
+
+
+safetensors.torch.save_file = save_file
+'''
+
+
+@pytest.mark.slow
+def test_a_full_disk_during_a_checkpoint_is_one_line_and_leaves_nothing_partial(reference, tmp_path):
+    """The disk fills while a run writes its first checkpoint: Snakemake shows one line naming the checkpoint
+    and the cause (it was safetensors' traceback), no temporary file is left in ckpt/, and once space is
+    free the plain re-run trains to the uninterrupted weights."""
+    import subprocess
+
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "micro.yaml").write_text(yaml.safe_dump(rerun_profile()))
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(DISK_FULL)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.pathsep.join([str(hooks), str(ROOT)])}
+    env.pop("REPRO_SIGKILL_AFTER_STEP", None)
+    target = "results/micro/runs/base_s/seed0/final/model.safetensors"
+    run = subprocess.run(SNAKEMAKE + ["-d", str(workdir), "--configfile", str(workdir / "micro.yaml"), "--cores", "1",
+                                      target], capture_output=True, text=True, env=env, timeout=600)
+    said = run.stdout + run.stderr
+    assert run.returncode != 0 and "Traceback" not in said and "SafetensorError" not in said, said[-3000:]
+    line = next(line for line in said.splitlines() if line.startswith("error: "))
+    assert re.fullmatch(r"error: could not write checkpoint \S+/runs/base_s/seed0/ckpt/step-000040: the disk is full: "
+                        r"free space and resume; earlier checkpoints are intact", line), line
+    ckpt = run_dir(workdir, "base_s") / "ckpt"
+    assert not ckpt.exists() or not [p for p in ckpt.rglob("*") if p.is_file()]
+    run = snakemake(workdir, target, "results/micro/runs/pm_s/seed0/final/model.safetensors")
+    assert run.returncode == 0, run.stderr[-3000:]
+    for exp in EXPERIMENTS:
+        assert weights(workdir, exp).keys() == weights(reference, exp).keys()
+        assert all(bool((weights(workdir, exp)[k] == weights(reference, exp)[k]).all()) for k in weights(reference, exp))

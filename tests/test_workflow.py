@@ -248,3 +248,75 @@ def test_real_tasks_from_local_copies_feed_the_dag(workdir):
     said = refused.stdout + refused.stderr
     assert refused.returncode != 0 and "rule evaluate_harness" not in said
     assert "piqa.jsonl: sha256 " in said and "the file changed; restore it, or put its new sha256" in said
+
+
+@pytest.mark.slow
+def test_a_flipped_bit_in_a_token_split_is_found_before_any_job(workdir, tmp_path):
+    """A same-length edit of train.bin (one bit) is found by its sha256 whenever Snakemake plans, named in one
+    line with the fix; following the fix (delete the token folder, force its job) plans the runs on it again.
+    A file only copied (newer than its manifest, same content) is hashed once and accepted."""
+    from tests.test_ncm_pipeline import _flip_one_bit
+
+    copy = tmp_path / "copy"
+    shutil.copytree(workdir, copy)
+    tokens = copy / "results/micro/data/world/tokens"
+    os.utime(tokens / "train.bin")  # touched: newer than its manifest, same content
+    run = snakemake(copy, "-n")
+    assert run.returncode == 0 and "rule tokenize" not in run.stdout and "rule pretrain" not in run.stdout, run.stdout
+    assert "data/world/tokens/train.bin" in json.loads((copy / "results/micro/.verified.json").read_text())
+    _flip_one_bit(tokens / "train.bin")
+    run = snakemake(copy, "-n")
+    said = run.stdout + run.stderr
+    assert run.returncode != 0 and "Traceback" not in said
+    tokens_manifest = "results/micro/data/world/tokens/manifest.json"
+    assert ("1 damaged result file(s): results/micro/data/world/tokens/train.bin: its content differs from the sha256 "
+            f"in {tokens_manifest} (edited or damaged after its job wrote it); delete results/micro/data/world/tokens "
+            f"and run snakemake --forcerun {tokens_manifest}") in said
+    shutil.rmtree(tokens)
+    planned, _ = dry_run(copy, micro_profile(), "--forcerun", tokens_manifest)
+    assert {"base_s", "pm_s", "concept_k4"} <= planned
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "the file is empty; point it at a file with documents"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "a binary file (NUL bytes), not text"),
+    ("caf\u00e9 au lait\n".encode("latin-1"), "not UTF-8 (byte 3: b'\\xe9'); convert it"),
+])
+def test_an_unreadable_local_corpus_is_refused_before_any_job(tmp_path, content, message):
+    """A local corpus that is empty, binary or not UTF-8: one line from plain `snakemake`, naming the setting
+    and the file, before any job (it used to fail in the corpus job, or with a pyarrow / decode traceback)."""
+    corpus = tmp_path / "docs.txt"
+    corpus.write_bytes(content)
+    config = micro_profile()
+    config["corpus"] = {"id": "mine", "source": "local", "seed": 0, "local": {"train": str(corpus)}}
+    config["experiments"] = [{"id": "base_s", "seeds": [0], "evals": ["ppl"]}]
+    (tmp_path / "micro.yaml").write_text(yaml.safe_dump(config))
+    run = snakemake(tmp_path, "-n")
+    said = run.stdout + run.stderr
+    assert run.returncode != 0 and f"corpus.local.train={corpus}: {message}" in said, said[-2000:]
+    assert "Traceback" not in said and not (tmp_path / "results").exists()
+
+
+
+def test_judges_and_pretrained_checkpoints_are_refused_before_the_first_job(tmp_path):
+    """A Gen. PPL judge given as a missing folder or as a hub name not in the offline cache, and an init_from
+    folder holding another family: one line each when the jobs start, before any job (they used to fail in
+    evaluate_genppl or pretrain, after the training before them). A dry run still plans."""
+    gpt2 = tmp_path / "gpt2_folder"
+    gpt2.mkdir()
+    (gpt2 / "config.json").write_text(json.dumps({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"]}))
+    config = micro_profile()
+    config["genppl"] = {"judges": [str(tmp_path / "no_judge"), "nobody/not-a-cached-model"]}
+    config["experiments"] = [{"id": "base_s", "seeds": [0], "evals": ["genppl"]},
+                             {"id": "llama_s", "base": "base_s", "evals": ["ppl"],
+                              "overrides": {"model.arch": "llama", "train.init_from": str(gpt2)}}]
+    (tmp_path / "micro.yaml").write_text(yaml.safe_dump(config))
+    assert snakemake(tmp_path, "-n").returncode == 0
+    run = snakemake(tmp_path, "--cores", "1")
+    said = run.stdout + run.stderr
+    assert run.returncode != 0 and "Traceback" not in said and "rule corpus" not in said, said[-3000:]
+    assert f"genppl.judges: {tmp_path / 'no_judge'}: no such folder" in said
+    assert ("genppl.judges: nobody/not-a-cached-model: not in the local Hugging Face cache, and HF_HUB_OFFLINE=1 "
+            "allows no download at run time") in said
+    assert f"experiment llama_s: train.init_from={gpt2}: a gpt2 model, not a llama one" in said
+    assert not (tmp_path / "results/micro/data").exists()

@@ -34,10 +34,12 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from common.errors import ReproError
@@ -64,9 +66,17 @@ def weight_tensors(model: torch.nn.Module | dict) -> dict[str, torch.Tensor]:
 
 
 def write_tensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
-    """Write ``tensors`` to the safetensors file ``path`` atomically (``common.io.atomic_write``)."""
+    """Write ``tensors`` to the safetensors file ``path`` atomically (``common.io.atomic_write``). safetensors
+    reports a failed write (a full disk) as its own error with the OS error number in the text; it is raised
+    as that ``OSError``, which the writers turn into one line naming the file."""
     with atomic_write(path, "wb") as f:
-        save_file(tensors, f.name)
+        try:
+            save_file(tensors, f.name)
+        except SafetensorError as e:
+            code = re.search(r"os error (\d+)", str(e))
+            if code is None:
+                raise
+            raise OSError(int(code.group(1)), os.strerror(int(code.group(1))), f.name) from e
 
 
 def save_weights(model: torch.nn.Module | dict, path: Path) -> None:

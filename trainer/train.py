@@ -32,6 +32,7 @@ from tqdm import tqdm
 
 from common.errors import ReproError
 from common.io import atomic_write_json, config_hash, sha256_file
+from common.provenance import host_fingerprint
 from models.losses import opaque_to_compile
 from models.registry import build_model, flops_per_token
 from trainer.checkpoint import (binding_difference, clean_debris, load_checkpoint, prune_snapshots, read_state,
@@ -428,6 +429,7 @@ class Trainer:
                     "non_embedding_params": self.model.num_params(), "flops_per_token": self.flops_per_token,
                     "final_train_loss": self.log.last("loss"), "final_valid_loss": self.log.last("valid/loss"),
                     "train_wall_time_s": round(wall, 2),  # this process only (after a resume: the remainder)
+                    "host": host_fingerprint(),  # the host that finished the run
                     "snapshots": snapshot_index(self.snapshots, self.t["batch_size"] * self.seq_len)}
         atomic_write_json(final / "manifest.json", manifest)
         remove_checkpoints(self.run_dir / "ckpt")

@@ -27,6 +27,14 @@ EXPERIMENTS = resolve(PROFILE)
 LAWS = scaling_laws(PROFILE, EXPERIMENTS, SOURCE)
 # Kernel latency benchmarks (`kernel_benchmarks:`; DLCM Table 6): results/runs/<id>/seed0/eval/kernel.json.
 KERNELS = kernel_benchmarks(PROFILE, {**EXPERIMENTS, **LAWS}, SOURCE)
+# CPU libraries pick their code path (vector width, cache blocking) by host, and the numbers follow: every
+# x86 job runs with MKL's reproducible AVX2 branch and ATen's AVX2 kernels (common/provenance.py; a value
+# already in the environment wins, and is recorded). Cost measured on the embedded shapes: 3-9 % per
+# training step (README, "Same numbers on another host").
+from common.provenance import host_pins
+
+for _name, _value in host_pins().items():
+    os.environ.setdefault(_name, _value)
 # The interpreter running Snakemake runs the jobs. It reaches the shell through the environment, not
 # through params, so a moved checkout or another venv path does not count as changed settings.
 os.environ["REPRO_PYTHON"] = sys.executable
@@ -41,9 +49,21 @@ CLI = f"{PYTHON} -m workflows.cli"
 # The embedded default writes results/; any other profile results/<profile>/ (same layout inside), so
 # profiles that share experiment ids (config/small.yaml) never overwrite each other's runs.
 OUT = "results" if PROFILE["profile"] == "embedded" else f"results/{PROFILE['profile']}"
+# A token split or checkpoint edited after its job wrote it is refused here, before any job (common/verify.py).
+from common.verify import damaged
+
+if damaged(OUT):
+    _damaged = damaged(OUT)
+    raise WorkflowError(f"{len(_damaged)} damaged result file(s): " + " | ".join(_damaged))
 # One folder per dataset: the main corpus (DATA: the judges, the embedded tasks) and each paired
 # dataset of `datasets:` (an experiment's `data:`), built by the same data rules ({dataset} wildcard).
 DATASETS = datasets(PROFILE)
+# Local corpus files: existence, size, format and encoding, before any plan is made (workflows/preflight.py).
+from workflows import preflight
+
+_problems = preflight.corpus_problems(DATASETS)
+if _problems:
+    raise WorkflowError("; ".join(_problems))
 DATA_ROOT = f"{OUT}/data"
 DATA = f"{DATA_ROOT}/{PROFILE['corpus']['id']}"
 DS = f"{DATA_ROOT}/{{dataset}}"
@@ -140,15 +160,19 @@ def judge_flags():
 
 
 def expected_configs_json():
-    """Each training run's config hash, and each section's, as the profile resolves it now: the tables refuse
-    results made with another config (a results folder copied in, or metadata lost with .snakemake)."""
+    """Each training run's config hash, and each section's, as the profile resolves it now, with its token
+    manifest and upstream run: the tables refuse results made with another config or from other files (a
+    results folder copied in, or metadata lost with .snakemake)."""
     from common.io import config_hash
 
     expected = {}
     for experiment, seed in runs():
         run = run_config(PROFILE, experiment, seed)
-        expected[f"{experiment}/seed{seed}"] = {"hash": config_hash(run),
-                                                "sections": {key: config_hash(value) for key, value in run.items()}}
+        upstream = EXPERIMENTS[experiment]["upstream"]
+        expected[f"{experiment}/seed{seed}"] = {
+            "hash": config_hash(run), "sections": {key: config_hash(value) for key, value in run.items()},
+            "tokens": f"{DATA_ROOT}/{EXPERIMENTS[experiment]['data']}/tokens/manifest.json",
+            "upstream": f"{upstream['experiment']}/seed{upstream['seed']}" if upstream else None}
     return json.dumps(expected, sort_keys=True, separators=(",", ":"))
 
 
@@ -287,6 +311,17 @@ def check_launch(gpus):
             problem = world_size_problem(exp["train"], gpus)
             if problem:
                 raise WorkflowError(f"experiment {exp_id} with pretrain's gpu={gpus}: {problem}")
+
+
+def check_external():
+    """One line, before the first job, for a Gen. PPL judge or an ``init_from`` checkpoint that a job still to
+    run would fail to load (missing folder, hub name not cached offline, not a causal LM)."""
+    genppl = [path for path in eval_results() if os.path.basename(path).startswith("genppl")]
+    finished = lambda e: all(os.path.isfile(f"{RUNS}/{e}/seed{s}/final/manifest.json") for s in EXPERIMENTS[e]["seeds"])
+    problems = (preflight.judge_problems(GENPPL["judges"], EXPERIMENTS, genppl)
+                + preflight.init_problems(EXPERIMENTS, finished))
+    if problems:
+        raise WorkflowError("; ".join(problems))
 
 
 def check_gpus(workflow):

@@ -343,3 +343,43 @@ def test_results_of_another_config_are_refused_or_marked_stale(tmp_path):
     cell = next(v for v in stale.tables if v.spec.table == "foundation").cells["base_gpt2_s", "test_ppl"]
     assert cell.reproduced.mean == 20.0 and any(c.startswith("stale: ") for c in cell.reproduced.caveats)
     assert build(runs, expected={"base_gpt2_s/seed0": {"hash": config_hash(config), "sections": {}}}).tables
+
+
+def test_results_from_other_weights_data_or_upstream_are_refused(tmp_path):
+    """Same config, other files: the result scored other weights than the run's final/, the run trained on other
+    token files than its dataset holds now, or built on other upstream weights: each named in the one line."""
+    from common.errors import ReproError
+    from common.io import config_hash
+
+    runs = tmp_path / "runs"
+    config = {"seed": 0, "train": {"lr": 0.003}}
+    for exp in ("base_gpt2_s", "conceptlm_gpt2_s"):
+        write_results(runs, exp, "ppl", [{"test/ppl": 20.0}])
+        path = runs / exp / "seed0" / "eval" / "ppl.json"
+        result = json.loads(path.read_text())
+        path.write_text(json.dumps({**result, "config": config, "provenance": {
+            **result["provenance"], "config_hash": config_hash(config), "checkpoint_sha256": "a" * 64}}))
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tokenizer_sha256": "t", "splits": {"train": {"sha256": "x"}}}))
+    data = {"tokenizer_sha256": "t", "splits": {"train": "x"}}
+
+    def final(exp: str, **fields) -> None:
+        (runs / exp / "seed0" / "final").mkdir(parents=True, exist_ok=True)
+        manifest = {"model_sha256": "a" * 64, "data": data, **fields}
+        (runs / exp / "seed0" / "final" / "manifest.json").write_text(json.dumps(manifest))
+
+    final("base_gpt2_s")
+    final("conceptlm_gpt2_s", upstream={"experiment": "base_gpt2_s", "seed": 0, "model_sha256": "a" * 64})
+    expected = {f"{exp}/seed0": {"hash": config_hash(config), "sections": {}, "tokens": str(tokens),
+                                 "upstream": "base_gpt2_s/seed0" if exp.startswith("concept") else None}
+                for exp in ("base_gpt2_s", "conceptlm_gpt2_s")}
+    assert build(runs, expected=expected).tables  # everything matches
+    tokens.write_text(json.dumps({"tokenizer_sha256": "t", "splits": {"train": {"sha256": "y"}}}))
+    with pytest.raises(ReproError, match=r"base_gpt2_s/seed0 \(data differ\).*conceptlm_gpt2_s/seed0 \(data differ\)"):
+        build(runs, expected=expected)
+    tokens.write_text(json.dumps({"tokenizer_sha256": "t", "splits": {"train": {"sha256": "x"}}}))
+    final("base_gpt2_s", model_sha256="b" * 64)  # base re-trained: its results and conceptlm's upstream are stale
+    with pytest.raises(ReproError, match=r"base_gpt2_s/seed0 \(checkpoint differ\).*conceptlm_gpt2_s/seed0 "
+                                         r"\(upstream differ\)") as error:
+        build(runs, expected=expected)
+    assert "\n" not in str(error.value)
