@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     command.add_argument("--allow-stale", action="store_true", help="show results of another config, marked stale")
     command.add_argument("--levels", type=Path, help="the synthetic world's levels.json (the data stage's): the bench's "
                          "entropy by level, written beside the tables")
+    command.add_argument("--withdraw", type=Path, action="append", default=[], help="a file made from these tables "
+                         "(the report): removed when the results are refused, so no stale number stays on show")
     args = parser.parse_args(argv)
     for flag, folder in (("--specs", args.specs), ("--reported", args.reported)):
         if not folder.is_dir():
@@ -43,8 +45,13 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, json.JSONDecodeError) as error:
             raise ReproError(f"--expected {args.expected}: unreadable ({error}); re-run snakemake to rewrite it") from None
     levels = load_levels(args.levels) if args.levels is not None else None
-    index = write_tables(build(args.results, args.specs, args.reported, expected, args.allow_stale), args.out,
-                         load_coverage(args.coverage, args.results), levels)
+    try:
+        built = build(args.results, args.specs, args.reported, expected, args.allow_stale)
+    except ReproError:
+        for path in args.withdraw:
+            path.unlink(missing_ok=True)
+        raise
+    index = write_tables(built, args.out, load_coverage(args.coverage, args.results), levels)
     flagged = {paper: f"{counts['material']} material, {counts['rounding']} rounding"
                for paper, counts in index["flagged"].items()}
     print(f"wrote {len(index['tables'])} tables to {args.out}; audit: {flagged}")

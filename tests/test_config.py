@@ -37,13 +37,18 @@ def test_default_profile_is_valid_and_resolves():
     assert run_config(config, "conceptlm_gpt2_s", 0)["model"]["fusion"] == "norm_add"  # GPT-2 backbone default
     assert run_config(config, "conceptlm_pythia_s", 0)["model"]["insert_layer"] == 1  # Pythia: L1 (§4.1)
     # every row whose order or claim is judged has 3 seeds and the headline budget; the law grid its own
-    judged = ("base_gpt2_s", "pm_gpt2_s", "contextlm_gpt2_s", "conceptlm_gpt2_s", "conceptlm_pythia_s",
-              "conceptlm_pythia_s_ntp", "conceptlm_pythia_s_ntp_vq", "conceptlm_pythia_s_ntp_ncp", "mtp_pythia_s",
-              "pm_pythia_s", "dlcm_s", "dlcm_local_parser_s")
+    judged = ("base_gpt2_s", "pm_gpt2_s", "conceptlm_gpt2_s", "conceptlm_pythia_s", "conceptlm_pythia_s_ntp",
+              "mtp_pythia_s", "dlcm_s")
     assert all(len(exps[e]["seeds"]) == 3 and exps[e]["train"]["steps"] == 600 for e in judged)
     assert {exps[e]["train"]["steps"] for e in exps if e.startswith("dlcm_law_")} == {120}
     # one-seed fillers and answered diagnostics are not in the embedded grid
     assert not {"conceptlm_gpt2_m", "conceptlm_pythia_s_n8", "pm_pythia_s_len4th", "base_gpt2_s_tied"} & set(exps)
+    # nor the 3-seed rows moved out for the budget (config/default.yaml, "Budget"): they run in small.yaml
+    moved = {"contextlm_gpt2_s", "conceptlm_pythia_s_ntp_vq", "conceptlm_pythia_s_ntp_ncp", "pm_pythia_s",
+             "dlcm_local_parser_s"}
+    assert not moved & set(exps)
+    small = resolve(load_profile(ROOT / "config" / "small.yaml"))
+    assert all(small[e]["seeds"] == [0, 1, 2] for e in moved)
 
 
 def test_fillers_run_in_small_and_diagnostics_in_their_opt_in_profile():
@@ -59,7 +64,8 @@ def test_fillers_run_in_small_and_diagnostics_in_their_opt_in_profile():
     diagnostics = resolve(load_profile(ROOT / "config" / "diagnostics.yaml"))
     embedded = resolve(load_profile(ROOT / "config" / "default.yaml"))
     assert set(diagnostics) - set(embedded) == {"base_gpt2_s_tied", "conceptlm_gpt2_s_tied", "conceptlm_gpt2_s_add",
-                                                "contextlm_gpt2_s_add", "conceptlm_gpt2_s_normonly", "mtp_pythia_s_mean"}
+                                                "contextlm_gpt2_s", "contextlm_gpt2_s_add", "conceptlm_gpt2_s_normonly",
+                                                "mtp_pythia_s_mean"}  # ContextLM: the base of its fusion diagnostic
     assert diagnostics["base_gpt2_s_tied"]["model"]["tie_embeddings"] is True
     assert diagnostics["conceptlm_gpt2_s_add"]["train"] == embedded["conceptlm_gpt2_s"]["train"]  # same budget
 
@@ -203,7 +209,7 @@ def test_relative_overrides_add_to_the_inherited_value(profile):
     profile["experiments"].append({"id": "plus10", "base": "base_pythia_s", "overrides": {"model.n_layer": "+10"}})
     exps = resolve(profile)
     assert exps["plus10"]["model"]["n_layer"] == exps["base_pythia_s"]["model"]["n_layer"] + 10
-    assert exps["pm_pythia_s"]["model"]["n_layer"] == exps["base_pythia_s"]["model"]["n_layer"] + 2
+    assert exps["pm_gpt2_s"]["model"]["n_layer"] == exps["base_gpt2_s"]["model"]["n_layer"] + 2
     _entry(profile, "pm_gpt2_s")["overrides"]["train.lr"] = "+1"
     assert "experiments[pm_gpt2_s].overrides: train.lr: '+1' is relative" in _error(profile)
 

@@ -74,6 +74,13 @@ def test_dag_produces_results_tables_and_report(workdir):
         m = result["metrics"]
         assert m["test/oracle_ppl"] < m["test/ppl"] < m["test/unigram_ppl"]
         assert result["provenance"]["checkpoint_sha256"]
+        host = result["provenance"]["host_fingerprint"]
+        assert host["isa"] and host["cores"] and host["torch"].startswith("2.")
+        if host["machine"] in ("x86_64", "AMD64"):  # the jobs ran pinned (workflows/common.smk)
+            assert host["pins"] == {"MKL_CBWR": os.environ.get("MKL_CBWR", "AVX2"),
+                                    "ATEN_CPU_CAPABILITY": os.environ.get("ATEN_CPU_CAPABILITY", "avx2")}
+        manifest = json.loads((workdir / f"results/micro/runs/{exp}/seed0/final/manifest.json").read_text())
+        assert {**manifest["host"], "threads": None} == {**host, "threads": None}  # the host that trained it
         embedded = json.loads((workdir / f"results/micro/runs/{exp}/seed0/eval/embedded.json").read_text())
         assert 0.0 <= embedded["metrics"]["embedded_choice/acc"] <= 1.0
         assert (workdir / f"results/micro/runs/{exp}/seed0/eval/embedded.samples.jsonl.gz").stat().st_size > 0
@@ -82,6 +89,7 @@ def test_dag_produces_results_tables_and_report(workdir):
     assert not (workdir / "results/micro/runs/concept_k4/seed0/eval/embedded.json").exists()  # not in its evals
     assert (workdir / "results/micro/tables/index.json").is_file()
     assert "oracle" in (workdir / "results/micro/report/report.md").read_text().lower()
+    assert f"ISA {host['isa']}" in (workdir / "results/micro/report/report.md").read_text()  # the host, at the top
     assert (workdir / "results/micro/report/report.html").stat().st_size > 1000
 
 
@@ -132,7 +140,8 @@ def test_changing_one_experiment_reruns_only_it(workdir):
 @pytest.mark.slow
 def test_results_of_another_config_are_refused_when_snakemake_lost_its_metadata(workdir, tmp_path):
     """A results folder copied elsewhere (its .snakemake left behind), then the profile edited: Snakemake plans
-    no training, and the tables job refuses the runs made with the old settings in one line, with the fix."""
+    no training, and the tables job refuses the runs made with the old settings in one line, with the fix, and
+    withdraws the report built from the old tables."""
     copy = tmp_path / "copy"
     shutil.copytree(workdir, copy, ignore=shutil.ignore_patterns(".snakemake"))
     config = micro_profile()
@@ -143,6 +152,7 @@ def test_results_of_another_config_are_refused_when_snakemake_lost_its_metadata(
     assert "rule pretrain" not in run.stdout + run.stderr  # nothing would have been re-trained
     assert ("1 run(s) hold results of another config than the profile's: results/micro/runs/pm_s/seed0 (train differ); "
             "re-run them (snakemake --forcerun results/micro/runs/pm_s/seed0/config.json") in run.stdout + run.stderr
+    assert not (copy / "results/micro/report/report.html").exists()  # the old report is withdrawn, not left on show
 
 
 @pytest.mark.slow

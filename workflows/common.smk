@@ -7,6 +7,7 @@ import shlex
 import sys
 
 from pathlib import Path
+from types import SimpleNamespace
 
 from workflows.experiments import (ConfigError, PAPERS, datasets, genppl_settings, kernel_benchmarks, local_tasks,
                                    read_profile, resolve, run_config, scaling_laws, validate, with_parents)
@@ -52,8 +53,8 @@ OUT = "results" if PROFILE["profile"] == "embedded" else f"results/{PROFILE['pro
 # A token split or checkpoint edited after its job wrote it is refused here, before any job (common/verify.py).
 from common.verify import damaged
 
-if damaged(OUT):
-    _damaged = damaged(OUT)
+_damaged = damaged(OUT)
+if _damaged:
     raise WorkflowError(f"{len(_damaged)} damaged result file(s): " + " | ".join(_damaged))
 # One folder per dataset: the main corpus (DATA: the judges, the embedded tasks) and each paired
 # dataset of `datasets:` (an experiment's `data:`), built by the same data rules ({dataset} wildcard).
@@ -161,8 +162,8 @@ def judge_flags():
 
 def expected_configs_json():
     """Each training run's config hash, and each section's, as the profile resolves it now, with its token
-    manifest and upstream run: the tables refuse results made with another config or from other files (a
-    results folder copied in, or metadata lost with .snakemake)."""
+    manifest and upstream run, and each law's and kernel benchmark's settings: the tables refuse results made
+    with another config or from other files (a results folder copied in, or metadata lost with .snakemake)."""
     from common.io import config_hash
 
     expected = {}
@@ -173,6 +174,11 @@ def expected_configs_json():
             "hash": config_hash(run), "sections": {key: config_hash(value) for key, value in run.items()},
             "tokens": f"{DATA_ROOT}/{EXPERIMENTS[experiment]['data']}/tokens/manifest.json",
             "upstream": f"{upstream['experiment']}/seed{upstream['seed']}" if upstream else None}
+    for entry in [*LAWS, *KERNELS]:  # a law's fit or a kernel benchmark: its settings are its config
+        settings = json.loads(entry_settings_json(SimpleNamespace(entry=entry)))
+        settings.pop("runs", None)  # a law's run folders are where it reads, not what it records
+        expected[f"{entry}/seed0"] = {"hash": config_hash(settings),
+                                      "sections": {key: config_hash(value) for key, value in settings.items()}}
     return json.dumps(expected, sort_keys=True, separators=(",", ":"))
 
 

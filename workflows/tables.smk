@@ -51,10 +51,12 @@ rule tables:
     log:
         f"{OUT}/logs/tables.log",
     shell:
-        # the runs' configs as the profile resolves them now: results of another config are refused
+        # the runs' configs as the profile resolves them now: results of another config are refused, and the
+        # report made from the old tables is withdrawn
         f"printf '%s\\n' {{params.expected:q}} > {OUT}/logs/expected_configs.json && "
         + logged(f"{{params.python}} -m tables build --results {RUNS} --out {OUT}/tables --coverage {{input.profiles}}"
                  f" --expected {OUT}/logs/expected_configs.json"
+                 f" --withdraw {OUT}/report/report.html --withdraw {OUT}/report/report.md"
                  + (" --levels {input.levels}" if LEVELS else ""))
 
 

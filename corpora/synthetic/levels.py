@@ -254,7 +254,10 @@ def main(argv=None) -> None:
 
     from tokenizers import Tokenizer
 
-    from common.io import atomic_write_json
+    import platform
+
+    from common.io import atomic_write_json, sha256_file
+    from common.provenance import git_state, host_fingerprint
 
     ap = argparse.ArgumentParser(description=main.__doc__)
     ap.add_argument("--settings", help="the data stage's settings.json (its corpus.synthetic and corpus.seed)")
@@ -279,6 +282,10 @@ def main(argv=None) -> None:
     tok = Tokenizer.from_file(args.tokenizer)
     result = measure(WorldConfig(**world), seed, lambda texts: [e.ids for e in tok.encode_batch(texts)],
                      args.docs, args.fit)
+    commit, dirty = git_state()
+    result["provenance"] = {"git_commit": commit, "git_dirty": dirty, "world": world, "seed": seed,
+                            "tokenizer_sha256": sha256_file(args.tokenizer), "host": platform.node(),
+                            "host_fingerprint": host_fingerprint()}
     atomic_write_json(Path(args.out), result)
     print(json.dumps(result["nats_per_token"]), json.dumps(result["units"]))
 

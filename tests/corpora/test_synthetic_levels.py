@@ -142,3 +142,6 @@ def test_the_cli_reads_the_data_stages_settings(tmp_path):
     main([*common, "--out", str(tmp_path / "c.json")])
     a, b, c = (json.loads((tmp_path / f"{n}.json").read_text()) for n in "abc")
     assert a == b and a["seed"] == 3 and a != c
+    made = a["provenance"]  # what made the figures: the world, its seed, the tokenizer file, code and host
+    assert made["world"] == {"max_sentences": 3} and made["seed"] == 3 and len(made["tokenizer_sha256"]) == 64
+    assert made["git_commit"] and made["host_fingerprint"]["cores"]
