@@ -49,26 +49,31 @@ def host_pins() -> dict[str, str]:
     return dict(HOST_PINS) if platform.machine().lower() in ("x86_64", "amd64") else {}
 
 
-def _cpu_model() -> tuple[str, str]:
-    """(model name, vendor) from /proc/cpuinfo, or the platform's words where there is none."""
+def _cpu_model() -> tuple[str, str, str]:
+    """(model name, vendor, widest x86 vector extension the CPU has) from /proc/cpuinfo, or the platform's
+    words where there is none."""
     try:
         text = Path("/proc/cpuinfo").read_text(errors="replace")
     except OSError:
-        return platform.processor() or platform.machine(), "unknown"
+        return platform.processor() or platform.machine(), "unknown", "unknown"
     field = lambda name: next(iter(re.findall(rf"^{name}\s*:\s*(.+)$", text, re.M)), "unknown").strip()  # noqa: E731
-    return field("model name"), field("vendor_id")
+    flags = set(field("flags").split())
+    widest = next((name.upper() for name in ("avx512f", "avx2", "avx", "sse4_2") if name in flags), "unknown")
+    return field("model name"), field("vendor_id"), widest.replace("AVX512F", "AVX512")
 
 
 @functools.lru_cache(maxsize=1)
 def host_fingerprint() -> dict:
-    """What decides a CPU run's numbers besides the code and the seed: the CPU (model, vendor, the instruction
-    set torch dispatches to), cores and threads, the torch / oneDNN / BLAS builds and the pins in effect."""
+    """What decides a CPU run's numbers besides the code and the seed: the CPU (model, vendor, its widest vector
+    extension, the instruction set torch dispatches to), cores and threads, the torch / oneDNN / BLAS builds
+    and the pins in effect."""
     import torch
 
     config = torch.__config__.show()
     find = lambda pattern: next(iter(re.findall(pattern, config)), "unknown")  # noqa: E731
-    cpu, vendor = _cpu_model()
-    return {"cpu": cpu, "vendor": vendor, "machine": platform.machine(), "isa": torch.backends.cpu.get_cpu_capability(),
+    cpu, vendor, widest = _cpu_model()
+    return {"cpu": cpu, "vendor": vendor, "machine": platform.machine(), "cpu_isa": widest,
+            "isa": torch.backends.cpu.get_cpu_capability(),  # what torch dispatches to (after the pins)
             "cores": os.cpu_count(), "threads": torch.get_num_threads(), "torch": torch.__version__,
             "onednn": find(r"MKL-DNN (v[\d.]+)"), "blas": find(r"BLAS_INFO=(\w+)"),
             "mkl": find(r"Math Kernel Library Version ([\d.]+)"),
@@ -76,9 +81,10 @@ def host_fingerprint() -> dict:
 
 
 def host_summary(fingerprint: dict) -> str:
-    """One line of a fingerprint: ``Intel(R) Xeon(R) Processor, AVX512, 2 cores, torch 2.13.0, pins MKL_CBWR=AVX2``."""
+    """One line of a fingerprint: ``Intel(R) Xeon(R) Processor (GenuineIntel, AVX512), ISA AVX2, 2 cores, ...``."""
     pins = ", ".join(f"{k}={v}" for k, v in fingerprint.get("pins", {}).items() if v) or "none"
-    return (f"{fingerprint.get('cpu', 'unknown CPU')} ({fingerprint.get('vendor', '?')}), ISA {fingerprint.get('isa', '?')}, "
+    return (f"{fingerprint.get('cpu', 'unknown CPU')} ({fingerprint.get('vendor', '?')}, {fingerprint.get('cpu_isa', '?')}), "
+            f"ISA {fingerprint.get('isa', '?')}, "
             f"{fingerprint.get('cores', '?')} cores, torch {fingerprint.get('torch', '?')}, oneDNN "
             f"{fingerprint.get('onednn', '?')}, BLAS {fingerprint.get('blas', '?')} {fingerprint.get('mkl', '')}".rstrip()
             + f", pins {pins}")
