@@ -242,7 +242,7 @@ def check_fresh(root: Path, expected: dict[str, dict] | None, allow_stale: bool 
     if stale and not allow_stale:
         texts, first = list(stale.values()), root / next(iter(stale))
         raise StaleResultsError(
-            f"{len(texts)} run(s) hold results of another config than the profile's: {'; '.join(texts[:3])}"
+            f"{len(texts)} run(s) hold results of another config or other files than the profile's: {'; '.join(texts[:3])}"
             + (f"; and {len(texts) - 3} more" if len(texts) > 3 else "")
             + f"; re-run them (snakemake --forcerun {first}/config.json, or delete the run folder), or build the "
             "tables with --allow-stale to show them marked stale")

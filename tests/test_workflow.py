@@ -150,7 +150,7 @@ def test_results_of_another_config_are_refused_when_snakemake_lost_its_metadata(
     run = snakemake(copy, "--cores", "2")
     assert run.returncode != 0
     assert "rule pretrain" not in run.stdout + run.stderr  # nothing would have been re-trained
-    assert ("1 run(s) hold results of another config than the profile's: results/micro/runs/pm_s/seed0 (train differ); "
+    assert ("1 run(s) hold results of another config or other files than the profile's: results/micro/runs/pm_s/seed0 (train differ); "
             "re-run them (snakemake --forcerun results/micro/runs/pm_s/seed0/config.json") in run.stdout + run.stderr
     assert not (copy / "results/micro/report/report.html").exists()  # the old report is withdrawn, not left on show
 
@@ -330,3 +330,22 @@ def test_judges_and_pretrained_checkpoints_are_refused_before_the_first_job(tmp_
             "allows no download at run time") in said
     assert f"experiment llama_s: train.init_from={gpt2}: a gpt2 model, not a llama one" in said
     assert not (tmp_path / "results/micro/data").exists()
+
+
+@pytest.mark.slow
+def test_results_from_other_token_data_are_refused_through_snakemake(workdir, tmp_path):
+    """A run whose manifest records other token files than its dataset holds now (a results folder assembled
+    from two runs of the data stage, copied with its times, so no evaluation re-runs and refuses first): the
+    tables job, reading the token manifest where the profile puts it, refuses the run's results in one line."""
+    copy = tmp_path / "copy"
+    shutil.copytree(workdir, copy, ignore=shutil.ignore_patterns(".snakemake"))
+    manifest = copy / "results/micro/runs/pm_s/seed0/final/manifest.json"
+    recorded, times = json.loads(manifest.read_text()), manifest.stat()
+    recorded["data"]["splits"]["train"] = "0" * 64
+    manifest.write_text(json.dumps(recorded))
+    os.utime(manifest, ns=(times.st_atime_ns, times.st_mtime_ns))  # copied with its times: nothing re-evaluates
+    run = snakemake(copy, "--cores", "2", "--forcerun", "tables")
+    said = run.stdout + run.stderr
+    assert run.returncode != 0 and "rule pretrain" not in said, said[-3000:]
+    assert ("1 run(s) hold results of another config or other files than the profile's: "
+            "results/micro/runs/pm_s/seed0 (data differ)") in said

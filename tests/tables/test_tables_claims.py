@@ -335,7 +335,7 @@ def test_results_of_another_config_are_refused_or_marked_stale(tmp_path):
                                                                          "config_hash": config_hash(config)}}))
     now = {**config, "train": {"lr": 0.001}}
     expected = {"base_gpt2_s/seed0": {"hash": config_hash(now), "sections": {k: config_hash(v) for k, v in now.items()}}}
-    with pytest.raises(ReproError, match=r"1 run\(s\) hold results of another config than the profile's: "
+    with pytest.raises(ReproError, match=r"1 run\(s\) hold results of another config or other files than the profile's: "
                                          r".*base_gpt2_s/seed0 \(train differ\)") as error:
         build(runs, expected=expected)
     assert "\n" not in str(error.value)
