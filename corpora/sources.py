@@ -130,6 +130,7 @@ def local_file_problem(path: str | Path) -> str | None:
             return (f"not UTF-8 (byte {e.start}: {head[e.start:e.start + 1]!r}); convert it "
                     "(iconv -f <its encoding> -t UTF-8) or give UTF-8 text")
         text = head[:e.start].decode("utf-8")
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark (Windows exports): the readers skip it
     if path.suffix == ".jsonl":
         lines = text.splitlines() if len(head) == size else text.splitlines()[:-1]  # the last may be cut
         first = next((line for line in lines if line.strip()), None)
