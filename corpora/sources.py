@@ -73,6 +73,9 @@ def _texts(rows: Iterator[dict], field: str, where: str) -> Iterator[dict]:
         if field not in row:
             raise CorpusError(f"{where}: rows have no field {field!r} (fields: {sorted(row)}); set corpus.text_field")
         text = row[field]
+        if text is not None and not isinstance(text, str):
+            raise CorpusError(f"{where}: field {field!r} holds a {type(text).__name__}, not text; give strings "
+                              "or set corpus.text_field")
         if text and text.strip():
             yield {"text": text}
 
@@ -120,6 +123,11 @@ def local_file_problem(path: str | Path) -> str | None:
     with open(path, "rb") as f:
         head = f.read(SNIFF_BYTES)
     if path.suffix == ".parquet":
+        with open(path, "rb") as f:
+            f.seek(max(size - 4, 0))
+            tail = f.read(4)
+        if head[:4] == b"PAR1" and tail != b"PAR1":
+            return "a truncated parquet file (no PAR1 footer: an interrupted copy or download?); copy it again"
         return None if head[:4] == b"PAR1" else "not a parquet file (it does not start with PAR1); give a parquet file or rename it"
     if b"\x00" in head:
         return "a binary file (NUL bytes), not text; give UTF-8 text, jsonl or parquet"
