@@ -330,3 +330,19 @@ def test_judges_and_pretrained_checkpoints_are_refused_before_the_first_job(tmp_
             "allows no download at run time") in said
     assert f"experiment llama_s: train.init_from={gpt2}: a gpt2 model, not a llama one" in said
     assert not (tmp_path / "results/micro/data").exists()
+
+
+def test_judges_and_checkpoints_do_not_hold_up_targets_that_do_not_need_them(tmp_path):
+    """A judge or init_from checkpoint that would be refused does not stop a run of a target whose jobs need
+    neither (review31: onstart looked at every result of the profile, not at the planned jobs)."""
+    gpt2 = tmp_path / "gpt2_folder"
+    gpt2.mkdir()
+    (gpt2 / "config.json").write_text(json.dumps({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"]}))
+    config = micro_profile()
+    config["genppl"] = {"judges": ["nobody/not-a-cached-model"]}
+    config["experiments"] = [{"id": "base_s", "seeds": [0], "evals": ["ppl", "genppl"]},
+                             {"id": "llama_s", "base": "base_s", "evals": ["ppl"],
+                              "overrides": {"model.arch": "llama", "train.init_from": str(gpt2)}}]
+    (tmp_path / "micro.yaml").write_text(yaml.safe_dump(config))
+    run = snakemake(tmp_path, "--cores", "1", "results/micro/data/world/tokens/manifest.json")
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
