@@ -27,3 +27,8 @@ def test_truncated_parquet_and_non_text_field_are_one_line(tmp_path):
     (tmp_path / "num.jsonl").write_text('{"text": 5}\n')
     with pytest.raises(CorpusError, match="holds a int, not text"):
         list(local_documents({"train": str(tmp_path / "num.jsonl")})["train"])
+
+
+def test_utf16_is_named_as_such(tmp_path):
+    (tmp_path / "t.txt").write_text("hello world\n" * 5, encoding="utf-16")
+    assert local_file_problem(tmp_path / "t.txt").startswith("UTF-16 text, not UTF-8")
