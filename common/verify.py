@@ -87,5 +87,8 @@ def damaged(root: str | Path) -> list[str]:
                 continue
             seen[key] = mark
     if seen != cache and os.access(root, os.W_OK):
-        atomic_write_json(cache_path, seen)
+        try:
+            atomic_write_json(cache_path, seen)
+        except OSError:  # a full disk or quota: the cache only saves hashing; planning (dry runs too) goes on
+            pass
     return problems

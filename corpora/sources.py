@@ -73,6 +73,9 @@ def _texts(rows: Iterator[dict], field: str, where: str) -> Iterator[dict]:
         if field not in row:
             raise CorpusError(f"{where}: rows have no field {field!r} (fields: {sorted(row)}); set corpus.text_field")
         text = row[field]
+        if text is not None and not isinstance(text, str):
+            raise CorpusError(f"{where}: field {field!r} holds a {type(text).__name__}, not text; give strings "
+                              "or set corpus.text_field")
         if text and text.strip():
             yield {"text": text}
 
@@ -120,7 +123,14 @@ def local_file_problem(path: str | Path) -> str | None:
     with open(path, "rb") as f:
         head = f.read(SNIFF_BYTES)
     if path.suffix == ".parquet":
+        with open(path, "rb") as f:
+            f.seek(max(size - 4, 0))
+            tail = f.read(4)
+        if head[:4] == b"PAR1" and tail != b"PAR1":
+            return "a truncated parquet file (no PAR1 footer: an interrupted copy or download?); copy it again"
         return None if head[:4] == b"PAR1" else "not a parquet file (it does not start with PAR1); give a parquet file or rename it"
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "UTF-16 text, not UTF-8; convert it (iconv -f UTF-16 -t UTF-8)"
     if b"\x00" in head:
         return "a binary file (NUL bytes), not text; give UTF-8 text, jsonl or parquet"
     try:
@@ -130,6 +140,7 @@ def local_file_problem(path: str | Path) -> str | None:
             return (f"not UTF-8 (byte {e.start}: {head[e.start:e.start + 1]!r}); convert it "
                     "(iconv -f <its encoding> -t UTF-8) or give UTF-8 text")
         text = head[:e.start].decode("utf-8")
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark (Windows exports): the readers skip it
     if path.suffix == ".jsonl":
         lines = text.splitlines() if len(head) == size else text.splitlines()[:-1]  # the last may be cut
         first = next((line for line in lines if line.strip()), None)

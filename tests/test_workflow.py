@@ -349,3 +349,19 @@ def test_results_from_other_token_data_are_refused_through_snakemake(workdir, tm
     assert run.returncode != 0 and "rule pretrain" not in said, said[-3000:]
     assert ("1 run(s) hold results of another config or other files than the profile's: "
             "results/micro/runs/pm_s/seed0 (data differ)") in said
+
+
+def test_judges_and_checkpoints_do_not_hold_up_targets_that_do_not_need_them(tmp_path):
+    """A judge or init_from checkpoint that would be refused does not stop a run of a target whose jobs need
+    neither: the check reads the planned jobs, not every result of the profile."""
+    gpt2 = tmp_path / "gpt2_folder"
+    gpt2.mkdir()
+    (gpt2 / "config.json").write_text(json.dumps({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"]}))
+    config = micro_profile()
+    config["genppl"] = {"judges": ["nobody/not-a-cached-model"]}
+    config["experiments"] = [{"id": "base_s", "seeds": [0], "evals": ["ppl", "genppl"]},
+                             {"id": "llama_s", "base": "base_s", "evals": ["ppl"],
+                              "overrides": {"model.arch": "llama", "train.init_from": str(gpt2)}}]
+    (tmp_path / "micro.yaml").write_text(yaml.safe_dump(config))
+    run = snakemake(tmp_path, "--cores", "1", "results/micro/data/world/tokens/manifest.json")
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]

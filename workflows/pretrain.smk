@@ -58,4 +58,4 @@ check_launch(rules.pretrain.rule.resources["gpu"])
 
 onstart:
     check_gpus(workflow)
-    check_external()
+    check_external(workflow)
