@@ -1,4 +1,4 @@
-"""common.verify.damaged: its cache is an optimisation, never a reason to refuse a plan (review31)."""
+"""common.verify.damaged: its cache is an optimisation, never a reason to refuse a plan."""
 import errno
 import json
 import os

@@ -1,4 +1,4 @@
-"""corpora.sources.local_file_problem accepts what the local readers read (review31)."""
+"""corpora.sources.local_file_problem accepts what the local readers read."""
 import json
 
 from corpora.sources import _stream, _texts, local_file_problem
