@@ -36,9 +36,13 @@ def listed_files(manifest: Path, content: dict) -> list[tuple[Path, str]]:
     return [(folder / entry["file"], entry["sha256"]) for entry in content["splits"].values()]
 
 
-def manifests(root: Path) -> list[Path]:
+def manifests(root: Path, runs: list[str] | None = None) -> list[Path]:
+    """The manifests under ``root``: every dataset's, and the final one of each run folder (of ``runs``,
+    ``"<experiment>/seed<k>"`` names, when given: a folder the profile no longer lists is never read)."""
+    finals = (root.glob("runs/*/seed*/final/manifest.json") if runs is None
+              else (root / "runs" / run / "final" / "manifest.json" for run in runs))
     return sorted([*root.glob("data/*/corpus/manifest.json"), *root.glob("data/*/tokens/manifest.json"),
-                   *root.glob("runs/*/seed*/final/manifest.json")])
+                   *(path for path in finals if path.is_file())])
 
 
 def _fix(manifest: Path) -> str:
@@ -51,9 +55,10 @@ def _fix(manifest: Path) -> str:
             "was made from it")
 
 
-def damaged(root: str | Path) -> list[str]:
-    """One line per manifest of ``root`` that is unreadable or lists a file whose content differs from its
-    recorded sha256, naming the file and the folder to delete ([] when everything matches)."""
+def damaged(root: str | Path, runs: list[str] | None = None) -> list[str]:
+    """One line per manifest of ``root`` (its datasets, and its run folders ``runs``, or all) that is unreadable
+    or lists a file whose content differs from its recorded sha256, naming the file and the fix ([] when
+    everything matches)."""
     root = Path(root)
     cache_path = root / CACHE
     try:
@@ -61,7 +66,7 @@ def damaged(root: str | Path) -> list[str]:
     except (OSError, ValueError):
         cache = {}
     problems, seen = [], {}
-    for manifest in manifests(root):
+    for manifest in manifests(root, runs):
         fix = _fix(manifest)
         try:
             content = json.loads(manifest.read_text())

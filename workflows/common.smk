@@ -53,7 +53,7 @@ OUT = "results" if PROFILE["profile"] == "embedded" else f"results/{PROFILE['pro
 # A token split or checkpoint edited after its job wrote it is refused here, before any job (common/verify.py).
 from common.verify import damaged
 
-_damaged = damaged(OUT)
+_damaged = damaged(OUT, [f"{e}/seed{s}" for e, exp in EXPERIMENTS.items() for s in exp["seeds"]])
 if _damaged:
     raise WorkflowError(f"{len(_damaged)} damaged result file(s): " + " | ".join(_damaged))
 # One folder per dataset: the main corpus (DATA: the judges, the embedded tasks) and each paired
