@@ -141,13 +141,14 @@ def _resolve(source: str, where: str) -> tuple[Path, dict]:
     from huggingface_hub import snapshot_download
 
     from common.errors import ReproError
+    from common.hub import looks_like_folder
     from common.io import sha256_file
 
     folder = Path(source).expanduser()
     if folder.is_dir():
         files = sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin") or p.name == "config.json")
         return folder, {"source": source, "sha256": {p.name: sha256_file(p) for p in files}}
-    if source.startswith((".", "/", "~")) or source.count("/") > 1:
+    if looks_like_folder(source):
         raise ReproError(f"{where}: no such folder; fix the path (relative paths start at the working directory)")
     try:
         snapshot = Path(snapshot_download(source, allow_patterns=["*.json", "*.safetensors"]))

@@ -319,21 +319,15 @@ def check_launch(gpus):
                 raise WorkflowError(f"experiment {exp_id} with pretrain's gpu={gpus}: {problem}")
 
 
-def check_external(workflow=None):
-    """One line, before the first job, for a Gen. PPL judge or an ``init_from`` checkpoint that a job still to
-    run would fail to load (missing folder, hub name not cached offline, not a causal LM). With the planned
-    jobs at hand (``workflow.dag``), only what they need: a run of other targets is not held up by them."""
-    genppl = [path for path in eval_results() if os.path.basename(path).startswith("genppl")]
-    finished = lambda e: all(os.path.isfile(f"{RUNS}/{e}/seed{s}/final/manifest.json") for s in EXPERIMENTS[e]["seeds"])
-    dag = getattr(workflow, "dag", None)
-    if dag is not None:
-        planned = list(dag.needrun_jobs())
-        if not any(job.rule.name == "evaluate_genppl" for job in planned):
-            genppl = []
-        training = {job.wildcards_dict.get("experiment") for job in planned if job.rule.name == "pretrain"}
-        finished = lambda e: e not in training  # noqa: E731
-    problems = (preflight.judge_problems(GENPPL["judges"], EXPERIMENTS, genppl)
-                + preflight.init_problems(EXPERIMENTS, finished))
+def check_external(workflow):
+    """One line, before the first job, for a Gen. PPL judge or an ``init_from`` checkpoint that a planned job
+    would fail to load (missing folder, hub name not cached offline, not a causal LM): only what the planned
+    jobs need (``workflow.dag``), so a run of other targets is not held up by them."""
+    planned = list(workflow.dag.needrun_jobs())
+    sampling = any(job.rule.name == "evaluate_genppl" for job in planned)
+    training = {job.wildcards_dict.get("experiment") for job in planned if job.rule.name == "pretrain"}
+    problems = (preflight.judge_problems(GENPPL["judges"], EXPERIMENTS) if sampling else []) + \
+        preflight.init_problems({e: EXPERIMENTS[e] for e in sorted(training & set(EXPERIMENTS))})
     if problems:
         raise WorkflowError("; ".join(problems))
 

@@ -3,14 +3,12 @@
 Local corpus files (existence, size, format and encoding from their first bytes: ``corpora.sources``) are
 checked whenever the Snakefile is read, dry runs included, since every plan starts from them. Gen. PPL
 judges named by hub name or folder, and the pretrained checkpoints of ``train.init_from``, are checked when
-the jobs start (``onstart``) and only while something still needs them: a judge while a Gen. PPL result of
-the profile is missing, a checkpoint while its run has not finished. Their ``config.json`` is read offline
+the jobs start (``onstart``) and only when a planned job needs them: a judge when a Gen. PPL evaluation is
+planned, a checkpoint when its run's training is. Their ``config.json`` is read offline
 (``common.hub``), so a missing folder, an uncached hub name under ``HF_HUB_OFFLINE`` or a model that is not
 a causal LM is refused before hours of training rather than in the job that loads it.
 """
 from __future__ import annotations
-
-from pathlib import Path
 
 from common.hub import causal_lm_problem
 from corpora.sources import local_file_problem
@@ -32,11 +30,8 @@ def corpus_problems(datasets: dict) -> list[str]:
     return problems
 
 
-def judge_problems(judges: list[str], experiments: dict, results: list[str]) -> list[str]:
-    """Judges that are neither a run of the profile nor a causal LM readable offline, while one of the
-    Gen. PPL ``results`` is still to be made."""
-    if all(Path(path).is_file() for path in results):
-        return []
+def judge_problems(judges: list[str], experiments: dict) -> list[str]:
+    """Judges that are neither a run of the profile nor a causal LM readable offline."""
     problems = []
     for judge in judges:
         problem = None if judge in experiments else causal_lm_problem(judge)
@@ -45,13 +40,13 @@ def judge_problems(judges: list[str], experiments: dict, results: list[str]) -> 
     return problems
 
 
-def init_problems(experiments: dict, finished) -> list[str]:
-    """``train.init_from`` checkpoints that are not a Llama causal LM readable offline, for runs not yet
-    ``finished(experiment)``."""
+def init_problems(experiments: dict) -> list[str]:
+    """``train.init_from`` checkpoints of ``experiments`` (the runs to train) that are not a Llama causal LM
+    readable offline."""
     problems, seen = [], set()
     for exp_id, exp in experiments.items():
         source = exp["train"].get("init_from")
-        if not source or source in seen or finished(exp_id):
+        if not source or source in seen:
             continue
         seen.add(source)
         problem = causal_lm_problem(source, family="llama")
