@@ -208,6 +208,9 @@ class DLCMOptions:
         if self.target_ratio <= 1:
             raise ValueError(f"model.target_ratio={self.target_ratio}: use R > 1 tokens per concept (4, Table 4); "
                              "the loss divides by R - 1")
+        if self.target_ratio > self.seq_len:
+            raise ValueError(f"model.target_ratio={self.target_ratio:g} exceeds model.seq_len={self.seq_len}: a window "
+                             "holds at least one concept; use R <= seq_len (4, Table 4)")
         if self.aux_weight < 0:
             raise ValueError(f"model.aux_weight={self.aux_weight}: use lambda >= 0 (0 = no compression loss)")
         if self.concept_weighting == "uniform" and self.decoder_attention == "replicate":

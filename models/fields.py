@@ -90,8 +90,8 @@ def check_fields(cfg) -> None:
 
 def check_transformer(cfg) -> None:
     """The ranges of the transformer fields every config shares (token LMs, NCM's two stages)."""
-    for key in ("d_model", "n_layer", "n_head", "mlp_ratio"):
-        if getattr(cfg, key) < 1:
+    for key in ("d_model", "n_layer", "n_head", "mlp_ratio", "seq_len"):
+        if getattr(cfg, key, 1) < 1:
             raise ValueError(f"model.{key}={getattr(cfg, key)}: use a positive integer")
     for key in ("norm_eps", "init_std"):
         if getattr(cfg, key) <= 0:

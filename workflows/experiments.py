@@ -204,6 +204,8 @@ def validate(config, source: str = "config", files: bool = True) -> dict:
     _check_schema(config, schema, config, source)
     experiments = resolve(config, source)
     for ds_id, ds in datasets(config, source).items():  # the data before the experiments that read it
+        if ds["tokenizer_of"] == ds_id:
+            _check_alphabet(ds, "tokenizer" if ds["layout"] is None else f"datasets.{ds_id}.tokenizer", source)
         if ds["layout"] is not None:
             _check_dataset(ds_id, ds, source)
     section_schema = {"$defs": schema["$defs"], "type": "object",
@@ -416,6 +418,10 @@ def _check_semantics(config: dict, exp: dict) -> None:
     if unknown:
         raise ConfigError(f"train.loss_weights.{unknown[0]}: {model['arch']} has no loss {unknown[0]!r}; its losses are "
                           f"{', '.join(spec.build.loss_names(typed))}")
+    weights = {name: train.get("loss_weights", {}).get(name, 1.0) for name in spec.build.loss_names(typed)}
+    if not any(weights.values()):
+        raise ConfigError(f"train.loss_weights: every loss of {model['arch']} weighs 0 ({weights}), so nothing trains; "
+                          "give at least one a positive weight")
     if train.get("init_from") and model["arch"] not in INIT_FROM_ARCHS:
         raise ConfigError(f"train.init_from: a LlamaForCausalLM loads into {' and '.join(INIT_FROM_ARCHS)} only, "
                           f"not model.arch={model['arch']}; drop init_from or use a Llama arch")
@@ -518,6 +524,9 @@ def _check_data(config: dict, exp: dict, spec, typed) -> None:
     kind = sampler_kind(spec.build)
     for name in conditional:
         variant = find(name).match(name)
+        if variant.get("mbr") is not None and int(variant["mbr"]) < 2:
+            raise ConfigError(f"evals: {name}: minimum Bayes risk over 1 candidate is one sample; use cond_mbr<n> "
+                              "with n >= 2, or cond")
         if kind is None:
             raise ConfigError(f"evals: {name} generates targets and model.arch={spec.name} does not generate; use a "
                               "token LM, ncm or mdlm_* experiment")
@@ -600,13 +609,13 @@ def scaling_laws(config: dict, experiments: dict, source: str = "config") -> dic
 
 
 def _law_tokens(exp: dict, fit_from: float) -> set[int]:
-    """Training tokens of the validation rows the trainer logs (every ``eval_interval`` steps and the last)
-    from ``fit_from`` of training on: the D of a run's law points."""
-    from trainer.metrics import is_validation_step
-
+    """Training tokens of the validation rows the trainer logs (every ``eval_interval`` steps and the last,
+    ``trainer.metrics.is_validation_step``) from ``fit_from`` of training on: the D of a run's law points."""
     t = exp["train"]
-    per_step, steps = t["batch_size"] * exp["model"]["seq_len"], t["steps"]
-    return {s * per_step for s in range(1, steps + 1) if is_validation_step(s, t) and s >= fit_from * steps}
+    per_step, steps, every = t["batch_size"] * exp["model"]["seq_len"], t["steps"], t["eval_interval"]
+    first = max(1, math.ceil(fit_from * steps))
+    logged = set(range(math.ceil(first / every) * every, steps + 1, every)) | {steps}
+    return {s * per_step for s in logged}
 
 
 def _law_shape(model: dict) -> tuple[float, float, float]:
@@ -756,6 +765,21 @@ def datasets(config: dict, source: str = "config") -> dict[str, dict]:
         out[ds_id] = {"corpus": {"id": ds_id, **entry["corpus"]}, "tokenizer": tok, "tokenizer_of": of,
                       "layout": dict(entry["layout"])}
     return out
+
+
+def _check_alphabet(ds: dict, where: str, source: str) -> None:
+    """A chars tokenizer gives each character of its alphabet one id: no character twice, and the synthetic
+    world's text (words, spaces, punctuation) is not read one character of a short alphabet per token."""
+    tok = ds["tokenizer"]
+    if tok.get("kind") != "chars":
+        return
+    twice = sorted({c for c in tok["alphabet"] if tok["alphabet"].count(c) > 1})
+    if twice:
+        raise ConfigError(f"{source}: {where}.alphabet lists {twice[0]!r} more than once; each character is one "
+                          "token id: list it once")
+    if ds["corpus"].get("source") == "synthetic":
+        raise ConfigError(f"{source}: {where}: a chars tokenizer cannot encode the synthetic world's text; use "
+                          "{kind: bpe, vocab_size: 2048} (chars is for Sudoku grids)")
 
 
 def _check_dataset(ds_id: str, ds: dict, source: str) -> None:
