@@ -1,6 +1,7 @@
 # The two commands of the README. Both create .venv on first use.
 #   make reproduce   run the whole DAG on the embedded default profile (CPU, no network)
 #   make test        run the test suite
+#   make test-fast   the tests not marked slow (no Snakemake DAG, no multi-process launch): the edit loop
 # GPU users: make reproduce TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"
 PYTHON     ?= python3
 VENV       ?= .venv
@@ -19,7 +20,7 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: reproduce test bench bench-gpu lint verify-local clean findings constraints floors
+.PHONY: reproduce test test-fast bench bench-gpu lint verify-local clean findings constraints floors
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -63,6 +64,9 @@ test: $(STAMP)
 	  apt-get install -y -qq --no-install-recommends chromium >/dev/null; } 2>/dev/null || \
 	  echo "chromium is not installed (apt-get install chromium): the report's browser test is skipped"
 	$(BIN)/python -m pytest -q -n $(CORES) --dist loadscope
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -n $(CORES) --dist loadscope -m "not slow"
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.train_throughput

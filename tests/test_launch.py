@@ -63,6 +63,7 @@ def test_the_slurm_profile_asks_for_the_gpus_the_launch_uses():
     import snakemake_executor_plugin_slurm  # noqa: F401  (installed with the suite)
 
 
+@pytest.mark.slow
 def test_a_process_count_that_cannot_split_the_batch_is_refused_before_any_job(tmp_path):
     """3 processes cannot split the embedded batch (micro-batches of 16, one per step): one line naming the
     experiment, the key and the fix, from the plan alone."""
@@ -72,6 +73,7 @@ def test_a_process_count_that_cannot_split_the_batch_is_refused_before_any_job(t
                      r"train.micro_batch_size=\d+ x 3 processes", run.stdout + run.stderr), run.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_declared_gpus_on_a_machine_without_cuda_are_refused_before_any_job(tmp_path):
     config = tmp_path / "p.yaml"
     config.write_text((ROOT / "config" / "default.yaml").read_text())

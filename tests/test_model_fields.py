@@ -47,6 +47,7 @@ def test_every_field_of_every_model_is_accepted_with_its_own_value(arch):
     assert model_config({"arch": arch, **every}, **FIXED)[1] == typed
 
 
+@pytest.mark.slow
 def test_every_default_written_out_in_a_profile_changes_no_run_config(profile):
     """For every causal arch: an experiment overriding every model field with its resolved value validates
     and has the run config (hence the config hash) of the same experiment without them."""

@@ -24,6 +24,7 @@ def test_future_tokens_change_no_earlier_logit(arch):
         assert not torch.allclose(a[:, t + 1:], b[:, t + 1:])
 
 
+@pytest.mark.slow
 def test_gpt2_matches_transformers_logits_both_directions():
     from transformers import GPT2Config, GPT2LMHeadModel
 

@@ -69,6 +69,7 @@ def reference(model: NCMTokenizer, tokens: np.ndarray, n: int) -> dict[int, floa
     return {k: h / (n * L) for k, h in hits.items()}
 
 
+@pytest.mark.slow
 def test_metrics_for_every_k_rise_with_k_and_match_an_independent_count(tok_run, tiny_data, tmp_path):
     r = evaluate_recon(tok_run / "final", tiny_data["tokens"], tmp_path / "recon.json", batch_size=5, max_windows=40)
     jsonschema.validate(r, SCHEMA)

@@ -170,6 +170,7 @@ def test_changing_eval_settings_reruns_only_the_harness(workdir):
 NO_SOFTWARE_ENV = "Specify a conda environment or container for each rule."
 
 
+@pytest.mark.slow
 def test_lint_is_clean(tmp_path):
     (tmp_path / "micro.yaml").write_text(yaml.safe_dump(micro_profile()))
     run = snakemake(tmp_path, "--lint")
@@ -178,6 +179,7 @@ def test_lint_is_clean(tmp_path):
     assert not set(re.findall(r"^ +\* (.+?):$", out, re.M)) - {NO_SOFTWARE_ENV}, out
 
 
+@pytest.mark.slow
 def test_invalid_profile_fails_before_any_job(tmp_path):
     config = micro_profile()
     config["defaults"]["model"]["n_head"] = 5
@@ -196,6 +198,7 @@ def test_invalid_profile_fails_before_any_job(tmp_path):
     (lambda text: text.replace("train_docs: 300", "train_docs: 300\n    nope: 1", 1),
      "corpus.synthetic.nope: not a setting of the synthetic world; its settings are"),
 ])
+@pytest.mark.slow
 def test_plain_snakemake_refuses_what_makes_pre_check_refuses(tmp_path, edit, message):
     """Duplicate YAML keys, a warm-up longer than training, an unknown world setting: one line from plain
     ``snakemake`` (the GPU and SLURM commands call it directly), before any job."""
@@ -229,6 +232,7 @@ def _local_tasks_profile(workdir: Path, **piqa) -> Path:
     return workdir / "local.yaml"
 
 
+@pytest.mark.slow
 def test_real_tasks_from_local_copies_feed_the_dag(workdir):
     """A profile's local_tasks: zeroshot runs the suite's tasks that have copies, offline, into eval/zeroshot.json
     (each file's sha256, exact, the tasks left out); a changed copy re-runs it; a copy that no longer matches
@@ -292,6 +296,7 @@ def test_a_flipped_bit_in_a_token_split_is_found_before_any_job(workdir, tmp_pat
     (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "a binary file (NUL bytes), not text"),
     ("caf\u00e9 au lait\n".encode("latin-1"), "not UTF-8 (byte 3: b'\\xe9'); convert it"),
 ])
+@pytest.mark.slow
 def test_an_unreadable_local_corpus_is_refused_before_any_job(tmp_path, content, message):
     """A local corpus that is empty, binary or not UTF-8: one line from plain `snakemake`, naming the setting
     and the file, before any job (it used to fail in the corpus job, or with a pyarrow / decode traceback)."""
@@ -308,6 +313,7 @@ def test_an_unreadable_local_corpus_is_refused_before_any_job(tmp_path, content,
 
 
 
+@pytest.mark.slow
 def test_judges_and_pretrained_checkpoints_are_refused_before_the_first_job(tmp_path):
     """A Gen. PPL judge given as a missing folder or as a hub name not in the offline cache, and an init_from
     folder holding another family: one line each when the jobs start, before any job (they used to fail in
@@ -351,6 +357,7 @@ def test_results_from_other_token_data_are_refused_through_snakemake(workdir, tm
             "results/micro/runs/pm_s/seed0 (data differ)") in said
 
 
+@pytest.mark.slow
 def test_judges_and_checkpoints_do_not_hold_up_targets_that_do_not_need_them(tmp_path):
     """A judge or init_from checkpoint that would be refused does not stop a run of a target whose jobs need
     neither: the check reads the planned jobs, not every result of the profile."""

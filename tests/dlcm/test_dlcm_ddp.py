@@ -2,6 +2,7 @@
 loss value each rank computes equals the ratio loss of the two batches pooled, the gradient stays local."""
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -29,6 +30,7 @@ def _rank(rank: int, store: str, out: str) -> None:
         dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_global_parser_statistics_are_the_pooled_batches_across_two_processes(tmp_path):
     mp.spawn(_rank, args=(str(tmp_path / "store"), str(tmp_path / "out")), nprocs=2, join=True)
     (p0, b0), (p1, b1) = batch(0), batch(1)

@@ -137,6 +137,7 @@ def test_bad_input_fails_before_evaluation(world_run, harness_run, embedded_dir,
                  "missing.jsonl: file of task piqa not found; fix tasks.piqa.path", out)
 
 
+@pytest.mark.slow
 def test_unknown_task_names_the_nearest(world_run, embedded_dir, tmp_path, capsys):
     out = tmp_path / "x.json"
     expect_error(capsys, cli(world_run, embedded_dir, out, "--tasks", "embeded_cloze"), "unknown task 'embeded_cloze'", out)

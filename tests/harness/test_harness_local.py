@@ -159,6 +159,7 @@ def test_config_paths_resolve_against_root(tmp_path):
     assert cfg["piqa"]["path"] == str(tmp_path / "piqa" / "valid.jsonl") and cfg["piqa"]["format"] == "piqa_original"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data not present")
 def test_shared_data_copies_load_and_evaluate(world_run, tmp_path):
     from evals.harness.run import evaluate

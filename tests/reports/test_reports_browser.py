@@ -43,6 +43,7 @@ def chromium(*args, user_data):
     return done.stdout
 
 
+@pytest.mark.slow
 def test_the_page_renders_with_its_contents_and_the_claims_on_the_first_screen(page, tmp_path):
     root, probed = page
     dom = chromium("--virtual-time-budget=5000", "--dump-dom", probed.as_uri(), user_data=tmp_path / "profile")

@@ -66,6 +66,7 @@ def test_a_planted_difference_of_four_sd_at_three_seeds_is_called_with_the_paper
     assert power >= 0.80
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rows", [2, 4])
 def test_a_null_difference_is_called_at_most_five_percent_family_wise(rows):
     family_wise, _ = simulate(0.0, 2000, rows, np.random.default_rng(rows))
