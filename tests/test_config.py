@@ -152,9 +152,12 @@ def test_unknown_experiment_id(profile):
 def test_every_profile_is_valid():
     from workflows.experiments import load_profile
 
-    for path in sorted((ROOT / "config").glob("*.yaml")):
+    paths = sorted((ROOT / "config").glob("*.yaml"))
+    assert len(paths) >= 10  # default, small, diagnostics and the paper profiles
+    for path in paths:
         local = yaml.safe_load(path.read_text()).get("corpus", {}).get("source") == "local"
-        load_profile(path, files=not local)  # a local corpus points at the user's files
+        profile = load_profile(path, files=not local)  # a local corpus points at the user's files
+        assert profile["experiments"] and resolve(profile), path
 
 
 def test_sweep_problems(profile):

@@ -97,7 +97,9 @@ def test_genppl_settings_fill_defaults(profile):
 def test_diagnostic_variants_validate(profile):
     _entry(profile, "ncm_s")["evals"] = ["genppl", "genppl_k0", "genppl_k6", "genppl_k12"]
     _entry(profile, "ncm_tok_s")["evals"] = ["recon", "genppl_data"]  # the data row: any run of the right L
-    validate(profile, "p.yaml")
+    exps = resolve(validate(profile, "p.yaml"))
+    assert exps["ncm_s"]["evals"] == ["genppl", "genppl_k0", "genppl_k6", "genppl_k12"]
+    assert exps["ncm_tok_s"]["evals"] == ["recon", "genppl_data"]
 
 
 def test_a_judge_folder_that_is_not_a_transformers_model_is_refused(profile, tmp_path):
@@ -107,7 +109,7 @@ def test_a_judge_folder_that_is_not_a_transformers_model_is_refused(profile, tmp
 
 def test_top_p_one_is_no_truncation_for_masked_diffusion(profile):
     profile["genppl"]["top_p"] = 1.0
-    validate(profile, "p.yaml")
+    assert genppl_settings(validate(profile, "p.yaml"))["top_p"] == 1.0
 
 
 def test_sweeps_fill_placeholders_in_upstream(profile):
@@ -121,7 +123,7 @@ def test_sweeps_fill_placeholders_in_upstream(profile):
 
 def test_hub_judges_need_no_experiment(profile):
     profile["genppl"]["judges"] = ["gpt2-large", "judge_gpt2_ncm"]
-    validate(profile, "p.yaml")
+    assert genppl_settings(validate(profile, "p.yaml"))["judges"] == ["gpt2-large", "judge_gpt2_ncm"]
 
 
 def test_the_embedded_mdlm_rows_use_rotary_positions_and_the_ar_rows_do_not(profile):
