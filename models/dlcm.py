@@ -117,6 +117,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from models.blocks import MLP, Block, Rotary, init_weights, make_norm
+from models.fields import off_switch
 from models.kernels import Linear
 from models.losses import linear_cross_entropy
 from models.token_lm import TokenLM, token_lm_flops_per_token
@@ -142,6 +143,10 @@ class DLCMOptions:
     decoder_layers: int | None = None     # None = round(6/16 n_layer), >= 1 (Table 3: 6 of 16); encoder = the rest
     decoder_skip: Literal["identity", "zero_proj"] = "identity"  # the first cross block's "+ H": identity (CN's
     #                                       Psi) | zero_proj: a zero-initialised Linear of H (H-Net hnet.py:106-109)
+    token_window: int | None = off_switch()  # diagnostic (ours, not the paper's): the encoder's and decoder's
+    #                                       self-attention see the last token_window tokens only, so context
+    #                                       more than n_layer (token_window - 1) tokens back reaches a token
+    #                                       through the concepts alone
     cross_layers: Literal["first", "every"] = "first"  # first: one cross block opens the decoder (CN's Psi,
     #                                       written once) | every: one before each decoder layer (ours; Table 3's
     #                                       cross MLP fits both)
@@ -192,6 +197,9 @@ class DLCMOptions:
         if not 0 <= self.n_decoder <= self.n_layer:
             raise ValueError(f"model.decoder_layers={self.n_decoder} must be in [0, model.n_layer={self.n_layer}]; "
                              "the encoder has the other n_layer - decoder_layers token layers")
+        if self.token_window is not None and self.token_window < 1:
+            raise ValueError(f"model.token_window={self.token_window}: use a positive number of tokens, or null for "
+                             "the whole window (the paper)")
         if self.concept_mlp_hidden is not None and self.concept_mlp_hidden < 1:
             raise ValueError(f"model.concept_mlp_hidden={self.concept_mlp_hidden}: use a positive width "
                              "(None = the backbone's ratio)")
@@ -497,11 +505,20 @@ class DLCM(TokenLM):
         return ("ntp", "aux")
 
     # --- stages ----------------------------------------------------------------------------------------
+    def token_mask(self, t: int, device) -> torch.Tensor | None:
+        """The token blocks' attention mask: None (causal over the window, the paper), or with
+        ``token_window`` w the band where query i sees keys i - w + 1 .. i."""
+        w = self.cfg.token_window
+        if w is None or w >= t:
+            return None
+        i = torch.arange(t, device=device)
+        return (i[:, None] >= i[None, :]) & (i[:, None] - i[None, :] < w)
+
     def encode(self, idx: torch.Tensor) -> torch.Tensor:
         """H = E(x): embeddings through the encoder blocks, (B, T, d_model)."""
-        x = self.embed(idx)
+        x, mask = self.embed(idx), self.token_mask(idx.shape[1], idx.device)
         for block in self.blocks[:self.n_encoder]:
-            x = block(x)
+            x = block(x, mask)
         return x
 
     def threshold(self) -> torch.Tensor | float:
@@ -575,17 +592,17 @@ class DLCM(TokenLM):
         z = self.concepts(h, p_lm, b, seg, m)
         gate = ((chosen - chosen.detach()) + 1)[..., None].to(h.dtype) if self.training else None  # STE: exactly 1
         read = (z, seg, gate) if self.intervention is None else self.intervention(z, seg, gate)
-        x = h
+        x, mask = h, self.token_mask(idx.shape[1], idx.device)
         decoder = list(self.blocks[self.n_encoder:])
         if cfg.cross_layers == "first":
             x = self.cross_blocks[0](x, *read)
             for block in decoder:
-                x = block(x)
+                x = block(x, mask)
         else:
             for i, cross in enumerate(self.cross_blocks):
                 x = cross(x, *read)
                 if i < len(decoder):
-                    x = decoder[i](x)
+                    x = decoder[i](x, mask)
         return {"h": self.ln_f(x), "p": p, "b": b, "seg": seg}
 
     def hidden(self, idx: torch.Tensor) -> torch.Tensor:

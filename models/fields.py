@@ -22,6 +22,22 @@ Activation = Literal["gelu_tanh", "gelu", "swiglu"]  # GPT-2's tanh GELU, GPT-Ne
 Norm = Literal["layernorm", "rmsnorm"]                # GPT-2 and GPT-NeoX, Llama
 Positional = Literal["learned", "rotary"]             # GPT-2's learned table, GPT-NeoX's and Llama's rotary
 
+# Field metadata: a diagnostic switch whose null means "absent" (the model as it was before the field
+# existed). A run's config lists every field with its value (so a changed default changes its hash), except
+# such a switch while it is null: adding one changes no existing run's hash.
+OFF_WHEN_NULL = "off_when_null"
+
+
+def off_switch(default=None):
+    """A dataclass field for such a switch (default null: off)."""
+    return dataclasses.field(default=default, metadata={OFF_WHEN_NULL: True})
+
+
+def written_out(field: dataclasses.Field, value) -> bool:
+    """Whether a run's config lists ``field`` with ``value``: always, except an off switch while null."""
+    return not (field.metadata.get(OFF_WHEN_NULL) and value is None)
+
+
 _WHAT = {int: "an integer", float: "a number", bool: "true or false", dict: "a mapping", tuple: "a list",
          type(None): "null"}
 

@@ -61,6 +61,19 @@ def test_every_default_written_out_in_a_profile_changes_no_run_config(profile):
         assert {**run_config(config, every["id"], 0), "id": None} == {**run_config(config, plain["id"], 0), "id": None}
 
 
+def test_a_diagnostic_switch_left_off_is_not_in_the_run_config_and_set_it_is(profile):
+    """models.fields.off_switch: DLCM's token_window while null leaves the run config (and its hash) as it
+    was before the field existed; set, it is written out like every other field."""
+    off = explicit_model(resolve(profile)["dlcm_s"]["model"])
+    assert "token_window" not in off and "decoder_skip" in off
+    config = {**profile, "experiments": profile["experiments"] + [
+        {"id": "dlcm_w8", "base": "dlcm_s", "overrides": {"model.token_window": 8}}]}
+    on = explicit_model(resolve(config)["dlcm_w8"]["model"])
+    assert on == {**off, "token_window": 8}
+    fields = {f.name: f for f in dataclasses.fields(model_config({k: v for k, v in on.items() if k != "seq_len"}, **FIXED)[1])}
+    assert [name for name, f in fields.items() if f.metadata] == ["token_window"]
+
+
 def test_unknown_model_keys_are_one_line_errors_naming_the_key(profile):
     bad = copy.deepcopy(profile)
     bad["defaults"]["model"]["n_layers"] = 4

@@ -850,13 +850,15 @@ def _check_corpus(corpus: dict, source: str, files: bool = True) -> None:
 
 def explicit_model(model: dict) -> dict:
     """The model settings with every default of the registry's config written out, so that a
-    default changed in code changes the run's config hash (and Snakemake re-runs it)."""
+    default changed in code changes the run's config hash (and Snakemake re-runs it); a diagnostic switch
+    left off is not (``models.fields.written_out``)."""
+    from models.fields import written_out
     from models.registry import model_config
 
     fields = {k: v for k, v in model.items() if k != "seq_len"}
     _, typed = model_config(fields, vocab_size=257, seq_len=model["seq_len"])  # vocab comes from the data
     return {"arch": model["arch"], **{f.name: getattr(typed, f.name) for f in dataclasses.fields(typed)
-                                      if f.name != "vocab_size"}}
+                                      if f.name != "vocab_size" and written_out(f, getattr(typed, f.name))}}
 
 
 def run_config(config: dict, exp_id: str, seed: int) -> dict:

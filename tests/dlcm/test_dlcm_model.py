@@ -29,6 +29,7 @@ VARIANTS = {
     "dlcm_gpt2-rule": {"boundary_predictor": "rule", "boundary_threshold": 0.5, "smoothing": "none",
                        "cross_layers": "every", "n_layer": 3, "decoder_layers": 2},
     "dlcm_gpt2-mask-uniform": {"decoder_attention": "mask", "concept_weighting": "uniform"},
+    "dlcm_gpt2-window": {"token_window": 4},                           # the token blocks see 4 tokens back
 }
 
 
@@ -102,6 +103,25 @@ def test_seeing_the_own_segments_concept_leaks(mode, monkeypatch):
     model = build("dlcm_gpt2", decoder_attention=mode).eval()
     leak, _ = perturbation_sweep(model, tokens())
     assert leak is not None
+
+
+def test_a_token_window_leaves_the_concepts_as_the_only_way_further_back(monkeypatch):
+    """With token_window w and n_layer token blocks, a token more than n_layer (w - 1) positions back reaches
+    a logit through the concepts alone: with every concept row zeroed it changes nothing; with them it does."""
+    model = build("dlcm_gpt2", token_window=3, seed=5).eval()   # 2 token blocks: 4 positions of reach
+    x = tokens()
+    t, far = T - 1, T - 1 - 5
+    y = x.clone()
+    y[0, far] = (y[0, far] + 1) % V
+    with torch.no_grad():
+        assert not torch.equal(model(x)["logits"][0, t], model(y)["logits"][0, t])
+        monkeypatch.setattr(model, "intervention", lambda z, seg, gate: (torch.zeros_like(z), seg, gate))
+        assert torch.equal(model(x)["logits"][0, t], model(y)["logits"][0, t])
+        near = x.clone()
+        near[0, t - 2] = (near[0, t - 2] + 1) % V
+        assert not torch.equal(model(x)["logits"][0, t], model(near)["logits"][0, t])
+    assert model.token_mask(T, x.device).sum(1).tolist() == [min(i + 1, 3) for i in range(T)]
+    assert build("dlcm_gpt2", token_window=T).token_mask(T, x.device) is None  # the whole window: causal
 
 
 def test_visibility_rule_on_random_segmentations():
