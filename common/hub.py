@@ -20,8 +20,10 @@ def offline() -> bool:
 
 
 def looks_like_folder(source: str) -> bool:
-    """A path rather than a hub name (``org/name`` has one slash and no leading ``.``, ``/`` or ``~``)."""
-    return Path(source).expanduser().exists() or source.startswith((".", "/", "~")) or source.count("/") > 1
+    """A path rather than a hub name (``org/name`` has one slash and no leading ``.``, ``/`` or ``~``; a
+    name whose ``org`` part is a folder here, such as ``models/judge``, is read as a path too)."""
+    return (Path(source).expanduser().exists() or source.startswith((".", "/", "~")) or source.count("/") > 1
+            or ("/" in source and Path(source.split("/")[0]).expanduser().is_dir()))
 
 
 def config_of(source: str) -> tuple[dict | None, str | None]:

@@ -135,3 +135,14 @@ def test_the_embedded_mdlm_rows_use_rotary_positions_and_the_ar_rows_do_not(prof
     for ar in ("ar_gpt2_ncm_s", "ar_wmt_s", "ar_xsum_s", "ar_sudoku_s"):
         assert exps[ar]["model"].get("positional", "learned") == "learned"
     assert run_config(profile, "mdlm_s", 0)["model"]["positional"] == "rotary"
+
+
+def test_a_missing_relative_folder_is_named_as_a_folder_not_a_hub_name(tmp_path, monkeypatch):
+    """``models/judge`` with ``models/`` a folder here is a path (its fix: the path), ``org/name`` a hub name."""
+    from common.hub import config_of, looks_like_folder
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").mkdir()
+    assert looks_like_folder("models/judge") and not looks_like_folder("openai-community/gpt2")
+    assert config_of("models/judge") == (None, "no such folder; fix the path (relative paths start at the working "
+                                                 "directory)")
