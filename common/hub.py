@@ -20,10 +20,8 @@ def offline() -> bool:
 
 
 def looks_like_folder(source: str) -> bool:
-    """A path rather than a hub name (``org/name`` has one slash and no leading ``.``, ``/`` or ``~``; a
-    name whose ``org`` part is a folder here, such as ``models/judge``, is read as a path too)."""
-    return (Path(source).expanduser().exists() or source.startswith((".", "/", "~")) or source.count("/") > 1
-            or ("/" in source and Path(source.split("/")[0]).expanduser().is_dir()))
+    """A path rather than a hub name (``org/name`` has one slash and no leading ``.``, ``/`` or ``~``)."""
+    return Path(source).expanduser().exists() or source.startswith((".", "/", "~")) or source.count("/") > 1
 
 
 def config_of(source: str) -> tuple[dict | None, str | None]:
@@ -42,8 +40,11 @@ def config_of(source: str) -> tuple[dict | None, str | None]:
         if not isinstance(cached, str):
             if not offline():
                 return None, None
+            org = source.split("/")[0]
+            folder = (f" ({org}/ is a folder here: if you meant a folder, {source} does not exist)"
+                      if "/" in source and Path(org).expanduser().is_dir() else "")
             return None, ("not in the local Hugging Face cache, and HF_HUB_OFFLINE=1 allows no download at run time; "
-                          f"download it once with network (hf download {source}) or give a local folder")
+                          f"download it once with network (hf download {source}) or give a local folder{folder}")
         path = Path(cached)
     try:
         config = json.loads(path.read_text(encoding="utf-8"))

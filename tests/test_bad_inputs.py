@@ -507,6 +507,30 @@ BAD_INPUTS = [
      override("conceptlm_gpt2_s", {"model.chunk_size": 0}),
      'experiments[conceptlm_gpt2_s]: model.chunk_size=0 does not divide model.seq_len=256; choose a chunk size'),
 
+    ('law hold-out listed twice',
+     lambda c: c["scaling_laws"]["dlcm_law"].update(holdout=["dlcm_r8_s", "dlcm_r8_s"]),
+     "scaling_laws.dlcm_law.holdout: ['dlcm_r8_s', 'dlcm_r8_s'] has non-unique elements (experiments of the"),
+    ('every loss weighing 0',
+     lambda c: setp(c, "defaults.train.loss_weights", {"ntp": 0.0}),
+     "experiments[base_gpt2_s]: train.loss_weights: every loss of gpt2 weighs 0 ({'ntp': 0.0}), so nothing"),
+    ('chars alphabet with a repeated character',
+     lambda c: c["datasets"]["sudoku"].update(tokenizer={"kind": "chars", "alphabet": "00123456789|"}),
+     "datasets.sudoku.tokenizer.alphabet lists '0' more than once; each character is one token id: list it once"),
+    ('chars tokenizer without its alphabet',
+     lambda c: c["datasets"]["sudoku"].update(tokenizer={"kind": "chars"}),
+     "datasets.sudoku.tokenizer: 'alphabet' is a required property"),
+    ('chars alphabet not a string',
+     lambda c: c["datasets"]["sudoku"].update(tokenizer={"kind": "chars", "alphabet": 5}),
+     "datasets.sudoku.tokenizer: 5 is not of type 'string'"),
+    ('whole-number setting written as a float',
+     lambda c: setp(c, "defaults.train.steps", 600.0),
+     'experiments[base_gpt2_s]: train.steps=600.0: give a whole number without a decimal point (600)'),
+    ('sampler seed beyond 32 bits',
+     lambda c: c["genppl"].update(seed=2**70),
+     "genppl.seed: 1180591620717411303424 is greater than the maximum of 4294967295 (the sampler's"),
+    ('conditional seed beyond 32 bits',
+     lambda c: c["conditional"].update(seed=2**70),
+     "conditional.seed: 1180591620717411303424 is greater than the maximum of 4294967295 (the sampler's"),
 ]
 
 
@@ -524,6 +548,9 @@ ACCEPTED = [
      lambda c: c["conditional"].update(examples=10**6)),
     ('an NCM completing the first 0 real scales (genppl_k0: it samples every scale, as genppl does)',
      lambda c: exp(c, "ncm_s").update(evals=["genppl_k0"])),
+    ('a chars tokenizer on the synthetic world (its text has 55 characters; one outside the alphabet is the '
+     'tokenize job\'s one-line error)',
+     lambda c: c.update(tokenizer={"kind": "chars", "alphabet": "\n ,.:?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'-;!"})),
     ('Gen. PPL samples not a multiple of the batch (the last batch is smaller)',
      lambda c: c["genppl"].update(samples=10, batch_size=16)),
 ]

@@ -137,12 +137,14 @@ def test_the_embedded_mdlm_rows_use_rotary_positions_and_the_ar_rows_do_not(prof
     assert run_config(profile, "mdlm_s", 0)["model"]["positional"] == "rotary"
 
 
-def test_a_missing_relative_folder_is_named_as_a_folder_not_a_hub_name(tmp_path, monkeypatch):
-    """``models/judge`` with ``models/`` a folder here is a path (its fix: the path), ``org/name`` a hub name."""
+def test_a_missing_relative_folder_is_named_in_the_hub_names_refusal(tmp_path, monkeypatch):
+    """``models/judge`` with ``models/`` a folder here is still a hub name (an org may share a folder's name),
+    and the refusal of an uncached hub name says that the folder it may have meant does not exist."""
     from common.hub import config_of, looks_like_folder
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     (tmp_path / "models").mkdir()
-    assert looks_like_folder("models/judge") and not looks_like_folder("openai-community/gpt2")
-    assert config_of("models/judge") == (None, "no such folder; fix the path (relative paths start at the working "
-                                                 "directory)")
+    assert not looks_like_folder("models/judge") and looks_like_folder("./models/judge")
+    config, why = config_of("models/judge")
+    assert config is None and why.endswith("(models/ is a folder here: if you meant a folder, models/judge does not exist)")

@@ -443,11 +443,23 @@ def _check_semantics(config: dict, exp: dict) -> None:
     problem = world_size_problem(train)
     if problem:
         raise ConfigError(problem)
+    whole = [key for key, value in train.items() if isinstance(value, float) and key in _integer_settings("train")]
+    if whole:  # JSON Schema counts 600.0 as an integer; range() and the trainer's step counter do not
+        raise ConfigError(f"train.{whole[0]}={train[whole[0]]}: give a whole number without a decimal point "
+                          f"({int(train[whole[0]]) if train[whole[0]].is_integer() else 'an integer'})")
     # (an eval_interval above steps is a setting: validation runs after the last step only, trainer/metrics.py)
     if isinstance(train.get("warmup_steps"), int) and isinstance(train.get("steps"), int) \
             and train["warmup_steps"] > train["steps"]:
         raise ConfigError(f"train.warmup_steps={train['warmup_steps']} exceeds train.steps={train['steps']}: the learning "
                           f"rate would never finish warming up; set train.warmup_steps to at most {train['steps']}")
+
+
+def _integer_settings(section: str) -> set[str]:
+    """The keys of a run-settings section whose schema type is an integer (a count or a step number)."""
+    properties = _schema()["$defs"][section]["properties"]
+    return {key for key, spec in properties.items()
+            if "integer" in ([spec.get("type")] if isinstance(spec.get("type"), str) else spec.get("type", []))
+            or spec.get("$ref") == "#/$defs/count"}
 
 
 def _check_evals(config: dict, exp: dict, spec, typed) -> None:
@@ -768,18 +780,14 @@ def datasets(config: dict, source: str = "config") -> dict[str, dict]:
 
 
 def _check_alphabet(ds: dict, where: str, source: str) -> None:
-    """A chars tokenizer gives each character of its alphabet one id: no character twice, and the synthetic
-    world's text (words, spaces, punctuation) is not read one character of a short alphabet per token."""
+    """A chars tokenizer gives each character of its alphabet one id: no character twice (the schema checks
+    the alphabet's type; a character of the text outside it is the tokenize job's one-line error)."""
     tok = ds["tokenizer"]
-    if tok.get("kind") != "chars":
-        return
-    twice = sorted({c for c in tok["alphabet"] if tok["alphabet"].count(c) > 1})
+    alphabet = tok.get("alphabet") if tok.get("kind") == "chars" else None
+    twice = sorted({c for c in alphabet if alphabet.count(c) > 1}) if isinstance(alphabet, str) else []
     if twice:
         raise ConfigError(f"{source}: {where}.alphabet lists {twice[0]!r} more than once; each character is one "
                           "token id: list it once")
-    if ds["corpus"].get("source") == "synthetic":
-        raise ConfigError(f"{source}: {where}: a chars tokenizer cannot encode the synthetic world's text; use "
-                          "{kind: bpe, vocab_size: 2048} (chars is for Sudoku grids)")
 
 
 def _check_dataset(ds_id: str, ds: dict, source: str) -> None:
