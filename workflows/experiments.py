@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
 import re
 from pathlib import Path
@@ -454,12 +455,13 @@ def _check_semantics(config: dict, exp: dict) -> None:
                           f"rate would never finish warming up; set train.warmup_steps to at most {train['steps']}")
 
 
-def _integer_settings(section: str) -> set[str]:
+@functools.cache
+def _integer_settings(section: str) -> frozenset[str]:
     """The keys of a run-settings section whose schema type is an integer (a count or a step number)."""
     properties = _schema()["$defs"][section]["properties"]
-    return {key for key, spec in properties.items()
-            if "integer" in ([spec.get("type")] if isinstance(spec.get("type"), str) else spec.get("type", []))
-            or spec.get("$ref") == "#/$defs/count"}
+    return frozenset(key for key, spec in properties.items()
+                     if "integer" in ([spec.get("type")] if isinstance(spec.get("type"), str) else spec.get("type", []))
+                     or spec.get("$ref") == "#/$defs/count")
 
 
 def _check_evals(config: dict, exp: dict, spec, typed) -> None:
