@@ -28,9 +28,9 @@ Positional = Literal["learned", "rotary"]             # GPT-2's learned table, G
 OFF_WHEN_NULL = "off_when_null"
 
 
-def off_switch(default=None):
+def off_switch():
     """A dataclass field for such a switch (default null: off)."""
-    return dataclasses.field(default=default, metadata={OFF_WHEN_NULL: True})
+    return dataclasses.field(default=None, metadata={OFF_WHEN_NULL: True})
 
 
 def written_out(field: dataclasses.Field, value) -> bool:

@@ -96,3 +96,12 @@ def test_a_malformed_peak_is_a_one_line_error_before_training(tiny_data, run_cfg
     with pytest.raises(ReproError, match=f"^{PEAK_ENV}='989 TFLOP/s' is not a positive number"):
         Trainer(run_cfg, tiny_data["tokens"], tmp_path)
     assert not (tmp_path / "train").exists()
+
+
+@pytest.mark.parametrize("steps, every, first", [(600, 100, 1), (600, 100, 120), (150, 200, 1), (150, 200, 31),
+                                                (7, 1, 3), (10, 3, 10), (10, 3, 11)])
+def test_validation_steps_are_the_steps_is_validation_step_marks(steps, every, first):
+    from trainer.metrics import is_validation_step, validation_steps
+
+    train = {"steps": steps, "eval_interval": every}
+    assert validation_steps(train, first) == [s for s in range(first, steps + 1) if is_validation_step(s, train)]

@@ -29,6 +29,13 @@ def is_validation_step(done: int, train: dict) -> bool:
     return done % train["eval_interval"] == 0 or done == train["steps"]
 
 
+def validation_steps(train: dict, first: int = 1) -> list[int]:
+    """The steps >= ``first`` after which ``is_validation_step`` holds, in order, without visiting every step."""
+    every, steps = train["eval_interval"], train["steps"]
+    start = -(-max(first, 1) // every) * every  # the first multiple of eval_interval at or after first
+    return sorted(set(range(start, steps + 1, every)) | ({steps} if steps >= first else set()))
+
+
 class MetricsLog:
     def __init__(self, path: Path, text: str = "", enabled: bool = True):
         """Start the log at ``path`` with ``text`` (the rows a checkpoint stored; empty for a fresh run).

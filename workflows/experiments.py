@@ -623,13 +623,13 @@ def scaling_laws(config: dict, experiments: dict, source: str = "config") -> dic
 
 
 def _law_tokens(exp: dict, fit_from: float) -> set[int]:
-    """Training tokens of the validation rows the trainer logs (every ``eval_interval`` steps and the last,
-    ``trainer.metrics.is_validation_step``) from ``fit_from`` of training on: the D of a run's law points."""
+    """Training tokens of the validation rows the trainer logs from ``fit_from`` of training on: the D of a
+    run's law points."""
+    from trainer.metrics import validation_steps
+
     t = exp["train"]
-    per_step, steps, every = t["batch_size"] * exp["model"]["seq_len"], t["steps"], t["eval_interval"]
-    first = max(1, math.ceil(fit_from * steps))
-    logged = set(range(math.ceil(first / every) * every, steps + 1, every)) | {steps}
-    return {s * per_step for s in logged}
+    per_step = t["batch_size"] * exp["model"]["seq_len"]
+    return {s * per_step for s in validation_steps(t, math.ceil(fit_from * t["steps"]))}
 
 
 def _law_shape(model: dict) -> tuple[float, float, float]:
