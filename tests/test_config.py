@@ -36,6 +36,9 @@ def test_default_profile_is_valid_and_resolves():
     assert run["model"]["tie_embeddings"] is False  # every GPT-2 arm untied, Base and PM too (CODE_NOTES)
     assert run_config(config, "conceptlm_gpt2_s", 0)["model"]["fusion"] == "norm_add"  # GPT-2 backbone default
     assert run_config(config, "conceptlm_pythia_s", 0)["model"]["insert_layer"] == 1  # Pythia: L1 (§4.1)
+    # the embedded GPT-2 row takes §3's summed NCP loss (the profile says why), every other row the code's mean
+    assert exps["conceptlm_gpt2_s"]["model"]["ncp_reduction"] == "norm"
+    assert run_config(config, "conceptlm_pythia_s", 0)["model"]["ncp_reduction"] == "mean"
     # every row whose order or claim is judged has 3 seeds and the headline budget; the law grid its own
     judged = ("base_gpt2_s", "pm_gpt2_s", "conceptlm_gpt2_s", "conceptlm_pythia_s", "conceptlm_pythia_s_ntp",
               "mtp_pythia_s", "dlcm_s")
@@ -49,6 +52,7 @@ def test_default_profile_is_valid_and_resolves():
     assert not moved & set(exps)
     small = resolve(load_profile(ROOT / "config" / "small.yaml"))
     assert all(small[e]["seeds"] == [0, 1, 2] for e in moved)
+    assert small["conceptlm_gpt2_s"]["model"].get("ncp_reduction", "mean") == "mean"  # the code's, at GPU scale
 
 
 def test_fillers_run_in_small_and_diagnostics_in_their_opt_in_profile():
