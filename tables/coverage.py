@@ -43,9 +43,10 @@ class Coverage:
             if uncopied:
                 return f"no local copy of {', '.join(uncopied)} in the profile's local_tasks"
             if any((experiment, ref.eval) in self.measured for ref in refs for experiment in ref.experiments):
-                others = self._others(refs)
-                return ("this profile's runs do not measure it" + (f" ({others} do)" if others else "")
-                        + ": the metric does not apply to the row, or the profile measures fewer rows")
+                # which other profile measures this very row is not indexed (profiles.json lists
+                # experiments and evaluations, not the rows an evaluation's settings cover)
+                return ("this profile's runs do not measure it: the metric does not apply to the row, or the "
+                        "profile's evaluation settings cover fewer rows")
             return "this profile runs it but its results are missing: re-run snakemake"
         if not self.profiles:
             return "profiles not indexed"

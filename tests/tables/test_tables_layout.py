@@ -90,3 +90,9 @@ def test_a_task_without_a_local_copy_is_said_so(tmp_path):
         "no local copy of lambada_standard in the profile's local_tasks"
     assert coverage.where([ResultRef(("base_s",), "lm_ppl", "wikitext/ppl")]).startswith("this profile's runs do not measure it")
     assert coverage.where([ResultRef(("base_s",), "ppl", "test/ppl")]).startswith("this profile runs it but its results are missing")
+    # a profile index that lists this very profile: a row its evaluation does not cover names no profile
+    # as measuring it (the index knows experiments and evaluations, not rows)
+    index = tmp_path / "profiles.json"
+    index.write_text(json.dumps({"profiles": {"config/default.yaml": {"base_s": ["lm_ppl"]}}}))
+    indexed = load_coverage(index, tmp_path / "runs")
+    assert "default.yaml" not in indexed.where([ResultRef(("base_s",), "lm_ppl", "wikitext/ppl")])
