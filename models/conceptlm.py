@@ -248,6 +248,11 @@ class ConceptLM(TokenLM):
         a term switched off (``ncp``/``vq`` false, Table 4) keeps its name, so an inherited weight stays valid."""
         return ("ntp", "ncp") + (("vq",) if cfg.predictor == "codebook" else ())
 
+    @classmethod
+    def trained_losses(cls, cfg) -> tuple[str, ...]:
+        """``loss_names`` less the terms ``ncp`` / ``vq`` switch off."""
+        return tuple(name for name in cls.loss_names(cfg) if name == "ntp" or getattr(cfg, name))
+
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> dict:
         """As ``TokenLM.forward``; with targets also the NCP / VQ losses that are on and, with a
         codebook, its usage metrics (``models.quantizers.codebook_usage``)."""

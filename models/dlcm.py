@@ -197,9 +197,9 @@ class DLCMOptions:
         if not 0 <= self.n_decoder <= self.n_layer:
             raise ValueError(f"model.decoder_layers={self.n_decoder} must be in [0, model.n_layer={self.n_layer}]; "
                              "the encoder has the other n_layer - decoder_layers token layers")
-        if self.token_window is not None and self.token_window < 1:
-            raise ValueError(f"model.token_window={self.token_window}: use a positive number of tokens, or null for "
-                             "the whole window (the paper)")
+        if self.token_window is not None and not 1 <= self.token_window < self.seq_len:
+            raise ValueError(f"model.token_window={self.token_window}: use 1 <= w < model.seq_len={self.seq_len} "
+                             "tokens (w >= seq_len is the whole window), or null for the whole window (the paper)")
         if self.concept_mlp_hidden is not None and self.concept_mlp_hidden < 1:
             raise ValueError(f"model.concept_mlp_hidden={self.concept_mlp_hidden}: use a positive width "
                              "(None = the backbone's ratio)")
@@ -503,6 +503,11 @@ class DLCM(TokenLM):
     def loss_names(cfg) -> tuple[str, ...]:
         """NTP (what valid/loss reports) and lambda L_aux (``aux``)."""
         return ("ntp", "aux")
+
+    @classmethod
+    def trained_losses(cls, cfg) -> tuple[str, ...]:
+        """``loss_names`` less ``aux`` when lambda (``aux_weight``) is 0."""
+        return ("ntp", "aux") if cfg.aux_weight > 0 else ("ntp",)
 
     # --- stages ----------------------------------------------------------------------------------------
     def token_mask(self, t: int, device) -> torch.Tensor | None:

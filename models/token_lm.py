@@ -254,6 +254,12 @@ class TokenLM(nn.Module):
         """The names of the losses ``forward`` returns for ``cfg`` (``train.loss_weights`` keys)."""
         return ("ntp",)
 
+    @classmethod
+    def trained_losses(cls, cfg) -> tuple[str, ...]:
+        """The losses that can move a weight under ``cfg``: ``loss_names`` less any a setting of ``cfg`` turns off
+        (the profile check refuses a run whose weighted losses are all off or weigh 0)."""
+        return cls.loss_names(cfg)
+
     def embed(self, idx: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """Token (+ learned position) embeddings of idx (batch, time) at positions offset..offset+time-1."""
         if offset + idx.shape[1] > self.cfg.seq_len:

@@ -512,7 +512,20 @@ BAD_INPUTS = [
      "scaling_laws.dlcm_law.holdout: ['dlcm_r8_s', 'dlcm_r8_s'] has non-unique elements (experiments of the"),
     ('every loss weighing 0',
      lambda c: setp(c, "defaults.train.loss_weights", {"ntp": 0.0}),
-     "experiments[base_gpt2_s]: train.loss_weights: every loss of gpt2 weighs 0 ({'ntp': 0.0}), so nothing"),
+     "experiments[base_gpt2_s]: train.loss_weights: every loss gpt2 computes under these model settings weighs 0 "
+     "({'ntp': 0.0}), so nothing trains"),
+    ('ConceptLM with NCP and VQ off and NTP weighing 0 (the other weights name losses it does not compute)',
+     override("conceptlm_pythia_s_ntp", {"train.loss_weights": {"ntp": 0.0, "ncp": 1.0, "vq": 1.0}}),
+     "experiments[conceptlm_pythia_s_ntp]: train.loss_weights: every loss conceptlm_pythia computes under these "
+     "model settings weighs 0 ({'ntp': 0.0})"),
+    ('DLCM with lambda 0 and NTP weighing 0 (its compression loss is multiplied by lambda)',
+     override("dlcm_s", {"model.aux_weight": 0.0, "train.loss_weights": {"ntp": 0.0}}),
+     "experiments[dlcm_s]: train.loss_weights: every loss dlcm_gpt2 computes under these model settings weighs 0 "
+     "({'ntp': 0.0})"),
+    ('DLCM token window as long as the window (the whole window: no diagnostic)',
+     override("dlcm_s", {"model.token_window": 256}),
+     "experiments[dlcm_s]: model.token_window=256: use 1 <= w < model.seq_len=256 tokens (w >= seq_len is the "
+     "whole window), or null"),
     ('chars alphabet with a repeated character',
      lambda c: c["datasets"]["sudoku"].update(tokenizer={"kind": "chars", "alphabet": "00123456789|"}),
      "datasets.sudoku.tokenizer.alphabet lists '0' more than once; each character is one token id: list it once"),

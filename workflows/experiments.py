@@ -419,10 +419,10 @@ def _check_semantics(config: dict, exp: dict) -> None:
     if unknown:
         raise ConfigError(f"train.loss_weights.{unknown[0]}: {model['arch']} has no loss {unknown[0]!r}; its losses are "
                           f"{', '.join(spec.build.loss_names(typed))}")
-    weights = {name: train.get("loss_weights", {}).get(name, 1.0) for name in spec.build.loss_names(typed)}
+    weights = {name: train.get("loss_weights", {}).get(name, 1.0) for name in getattr(spec.build, "trained_losses", spec.build.loss_names)(typed)}
     if not any(weights.values()):
-        raise ConfigError(f"train.loss_weights: every loss of {model['arch']} weighs 0 ({weights}), so nothing trains; "
-                          "give at least one a positive weight")
+        raise ConfigError(f"train.loss_weights: every loss {model['arch']} computes under these model settings weighs 0 "
+                          f"({weights}), so nothing trains; give one a positive weight (or switch a loss back on)")
     if train.get("init_from") and model["arch"] not in INIT_FROM_ARCHS:
         raise ConfigError(f"train.init_from: a LlamaForCausalLM loads into {' and '.join(INIT_FROM_ARCHS)} only, "
                           f"not model.arch={model['arch']}; drop init_from or use a Llama arch")

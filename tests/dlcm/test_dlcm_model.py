@@ -121,7 +121,9 @@ def test_a_token_window_leaves_the_concepts_as_the_only_way_further_back(monkeyp
         near[0, t - 2] = (near[0, t - 2] + 1) % V
         assert not torch.equal(model(x)["logits"][0, t], model(near)["logits"][0, t])
     assert model.token_mask(T, x.device).sum(1).tolist() == [min(i + 1, 3) for i in range(T)]
-    assert build("dlcm_gpt2", token_window=T).token_mask(T, x.device) is None  # the whole window: causal
+    assert model.token_mask(3, x.device) is None  # a sequence no longer than w: plain causal
+    with pytest.raises(ValueError, match=rf"token_window={T}: use 1 <= w < model.seq_len={T} "):
+        build("dlcm_gpt2", token_window=T)  # the whole window: no diagnostic, refused
 
 
 def test_visibility_rule_on_random_segmentations():
