@@ -306,12 +306,23 @@ def resource_value(resource):
     return getattr(resource, "value", resource)
 
 
-def check_launch(gpus):
-    """A one-line error, before any job and in a dry run too, for a process count (``gpus``, the pretrain
-    rule's gpu resource) that does not divide an experiment's global batch into micro-batches."""
+def check_launch(resources, gpus_per_node=None):
+    """A one-line error, before any job and in a dry run too, for the pretrain rule's ``resources``: more than
+    one node (the rule runs ``torchrun --standalone``: one node, one process per GPU), more GPUs than the
+    profile declares a node has (``resources: gpus_per_node=N``), or a process count (its gpu resource) that
+    does not divide an experiment's global batch into micro-batches."""
     from trainer.train import world_size_problem
 
-    gpus = resource_value(gpus)
+    gpus, nodes = resource_value(resources.get("gpu")), resource_value(resources.get("nodes"))
+    gpus_per_node = resource_value(gpus_per_node)
+    if isinstance(nodes, int) and nodes > 1:
+        raise WorkflowError(f"pretrain's nodes={nodes}: training runs on one node (torchrun --standalone, one "
+                            "process per GPU); multi-node training is not supported: set nodes: 1 and at most "
+                            "the GPUs of one node (set-resources: pretrain: gpu)")
+    if isinstance(gpus, int) and isinstance(gpus_per_node, int) and gpus > gpus_per_node:
+        raise WorkflowError(f"pretrain's gpu={gpus} but the profile declares gpus_per_node={gpus_per_node} "
+                            "(resources:): a training job runs on one node; set set-resources: pretrain: "
+                            f"gpu: {gpus_per_node} (and its cpus_per_task / set-threads to match)")
     if isinstance(gpus, int) and gpus > 1:
         for exp_id, exp in EXPERIMENTS.items():
             problem = world_size_problem(exp["train"], gpus)

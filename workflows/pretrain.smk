@@ -49,11 +49,12 @@ rule pretrain:
         )
 
 
-# The process count of a training job is its gpu resource (profiles: set-resources: pretrain: gpu: N);
-# refused before any job runs (dry runs included) where it cannot split an experiment's global batch;
+# The process count of a training job is its gpu resource (profiles: set-resources: pretrain: gpu: N), on
+# one node; refused before any job runs (dry runs included) where it cannot split an experiment's global
+# batch, asks for more than one node or for more GPUs than the profile declares a node has;
 # and, when the jobs start, where a profile declares GPUs (resources: gpu=N) that this machine, running
 # the jobs itself, does not have.
-check_launch(rules.pretrain.rule.resources["gpu"])
+check_launch(rules.pretrain.rule.resources, workflow.global_resources.get("gpus_per_node"))
 
 
 onstart:
