@@ -308,7 +308,7 @@ def resource_value(resource):
 
 def check_launch(resources, gpus_per_node=None):
     """A one-line error, before any job and in a dry run too, for the pretrain rule's ``resources``: more than
-    one node (the rule runs ``torchrun --standalone``: one node, one process per GPU), more GPUs than the
+    one node (training runs ``torchrun --standalone``, one node, one process per GPU), more GPUs than the
     profile declares a node has (``resources: gpus_per_node=N``), or a process count (its gpu resource) that
     does not divide an experiment's global batch into micro-batches."""
     from trainer.train import world_size_problem
