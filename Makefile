@@ -20,7 +20,9 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: reproduce test test-fast bench bench-gpu lint verify-local clean findings constraints floors
+SMOKE      ?= $(wildcard config/paper-*.yaml) config/small.yaml $(wildcard config/examples/*.yaml)
+
+.PHONY: reproduce test test-fast smoke gpu-check bench bench-gpu lint verify-local clean findings constraints floors
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -68,12 +70,22 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(CORES) --dist loadscope -m "not slow"
 
+# every full-scale profile's whole DAG in smoke mode (workflows/smoke.py: shapes, steps and data shrunk, hub
+# models, corpora and tasks stood in for locally), tables checked; results/<profile>-smoke/, resumable
+smoke: $(STAMP)
+	$(BIN)/python -m workflows.smoke $(SMOKE) --run --cores $(CORES) --summary results/smoke/summary.json
+
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.train_throughput
 	$(BIN)/python -m benchmarks.concept_step_time
 	$(BIN)/python -m benchmarks.lmeval_throughput
 	$(BIN)/python -m benchmarks.ncm_sampling
 	$(BIN)/python -m benchmarks.dlcm_attention
+
+# on a GPU machine (install a CUDA torch: TORCH_SPEC): config/small.yaml's smoke mode on the GPU (one run per
+# model family, every evaluation kind) and bench-gpu, figures in results/benchmarks/gpu_check.json
+gpu-check: $(STAMP)
+	$(BIN)/python -m benchmarks.gpu_check
 
 # on a GPU machine (install a CUDA torch: TORCH_SPEC): GPT-2 124M Base / PM / ConceptLM against HF, compiled, bf16
 bench-gpu: $(STAMP)

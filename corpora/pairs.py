@@ -124,8 +124,9 @@ def pair_documents(corpus_cfg: dict) -> dict[str, Iterator[dict]]:
         local = cfg["local"]
         fields = local.get("source_field", spec.source), local.get("target_field", spec.target)
         return {s: islice(_local_split(local[s], *fields), n[s]) for s in SPLITS}
-    return {s: islice((_pair(_field(r, spec.source, spec.path), _field(r, spec.target, spec.path), spec.path)
-                       for r in _stream(spec.path, spec.name, spec.splits[s], "corpus.pairs.local")), n[s])
+    path, name = (cfg["mirror"], None) if cfg.get("mirror") else (spec.path, spec.name)  # a local copy, hub layout
+    return {s: islice((_pair(_field(r, spec.source, path), _field(r, spec.target, path), path)
+                       for r in _stream(path, name, spec.splits[s], "corpus.pairs.local")), n[s])
             for s in SPLITS}
 
 

@@ -87,8 +87,8 @@ def hf_documents(cfg: dict) -> dict[str, Iterator[dict]]:
     spec = HF_CORPORA[cfg["name"]]
     field = cfg.get("text_field", spec.text_field)
     limit = cfg["max_docs"]
-    native = {s: _texts(_stream(spec.path, spec.name, hf_split), field, spec.path)
-              for s, hf_split in spec.splits.items()}
+    path, name = (cfg["mirror"], None) if cfg.get("mirror") else (spec.path, spec.name)  # a local copy, hub layout
+    native = {s: _texts(_stream(path, name, hf_split), field, path) for s, hf_split in spec.splits.items()}
     out = carve(native, limit)
     return {s: islice(out[s], limit[s]) for s in SPLITS}
 

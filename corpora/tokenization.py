@@ -102,6 +102,34 @@ def load_tokenizer(tokenizer_cfg: dict, path: Path | None = None) -> LoadedToken
                            len(tok), tok.eos_token_id, sha256, (tokenizer_cfg, path))
 
 
+def pretrained_record(path: Path) -> str | None:
+    """The tokenizer name of the record ``{"pretrained": name, ...}`` the tokenizer rule writes as a data
+    folder's ``tokenizer.json`` for a pretrained tokenizer; None for any other file (a trained tokenizer)."""
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size > 4096:
+        return None
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return record.get("pretrained") if isinstance(record, dict) else None
+
+
+def backend_tokenizer(path: Path):
+    """The ``tokenizers.Tokenizer`` behind a data folder's ``tokenizer.json``: the file itself (a trained BPE) or
+    the backend of the pretrained tokenizer its record names. Encode with ``add_special_tokens=False``, as
+    ``tokenize`` does."""
+    from tokenizers import Tokenizer
+
+    pretrained = pretrained_record(path)
+    if pretrained is not None:
+        return pretrained_tokenizer(pretrained)[0].backend_tokenizer
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as e:  # tokenizers raises a bare Exception
+        raise TokenizerError(f"{path}: unreadable tokenizer ({str(e).splitlines()[0]}); re-run 'tokenizer'") from None
+
+
 GPT2_FILES = ("encoder.json", "vocab.bpe")  # OpenAI's original GPT-2 BPE: the vocabulary and the merges
 
 

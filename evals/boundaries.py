@@ -90,9 +90,9 @@ def _first_non_space(text: str, start: int, end: int) -> int | None:
 def true_boundaries(corpus_dir: Path, tokenizer_path: Path, tokens: np.ndarray, n: int) -> Truth:
     """The truth of the module docstring for the first ``n`` tokens of the test stream ``tokens`` (an
     end-of-text token, then each document's tokens and an end-of-text token)."""
-    from tokenizers import Tokenizer
+    from corpora.tokenization import backend_tokenizer
 
-    tok = Tokenizer.from_file(str(tokenizer_path))
+    tok = backend_tokenizer(tokenizer_path)
     opens, scored = np.zeros(n, bool), np.zeros(n, bool)
     doc_type, types = np.full(n, -1, np.int16), []
     has_concepts, inside, pos = True, 0, 1
@@ -101,7 +101,7 @@ def true_boundaries(corpus_dir: Path, tokenizer_path: Path, tokens: np.ndarray, 
             if pos >= n:
                 break
             doc = json.loads(line)
-            enc = tok.encode(doc["text"])
+            enc = tok.encode(doc["text"], add_special_tokens=False)
             stream = tokens[pos:pos + len(enc.ids)]
             if list(map(int, stream)) != enc.ids[:len(stream)]:
                 raise BoundaryEvalError(f"{corpus_dir}/test.jsonl document {doc.get('id')!r} does not re-tokenise to "

@@ -1,5 +1,5 @@
 """Training metrics as JSON lines: one object per logged step (``step``, ``tokens``, ``loss``,
-``loss/<term>``, ``lr``, ``grad_norm``, ``tok_per_s``) and per validation (``split: valid``,
+``loss/<term>``, ``lr``, ``grad_norm``, ``tok_per_s``; on CUDA ``peak_mem_gib``) and per validation (``split: valid``,
 ``valid/loss``).
 
 The trainer owns the file (it is a declared output of the ``pretrain`` rule, never a Snakemake

@@ -165,8 +165,10 @@ class Trainer:
         if self.t["compile"]:
             opaque_to_compile()
             self.forward = torch.compile(self.forward)
-        use_bf16 = self.device.type == "cuda" and self.t["precision"] in ("auto", "bf16")
-        self.autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if use_bf16 else nullcontext
+        # bf16 autocast: asked for (precision bf16, on CUDA or, as a smoke run does, on a CPU), or auto on CUDA
+        use_bf16 = self.t["precision"] == "bf16" or (self.device.type == "cuda" and self.t["precision"] == "auto")
+        device_type = self.device.type
+        self.autocast = (lambda: torch.autocast(device_type, dtype=torch.bfloat16)) if use_bf16 else nullcontext
         self.peak, self.peak_source = peak_flops(self.device, use_bf16, self.world)  # for the log lines' MFU
 
     def _load_upstream(self, upstream: Path | None) -> None:
@@ -316,6 +318,8 @@ class Trainer:
             if done % self.t["log_interval"] == 0 or done == steps:
                 rate = (done - logged) * tokens_per_step / (time.perf_counter() - t0)
                 row.update(step=done, tokens=done * tokens_per_step, tok_per_s=rate)
+                if self.device.type == "cuda":  # this process's peak so far (GPU checks read it)
+                    row["peak_mem_gib"] = torch.cuda.max_memory_allocated(self.device) / 2**30
                 self.log.append(row)
                 self._alert(row, done)
                 bar.set_postfix(loss=f"{row['loss']:.3f}", tok_s=f"{rate:.0f}")

@@ -156,8 +156,21 @@ class ModelTokenizer:
 
 
 def load_model_tokenizer(spec: str | Path) -> ModelTokenizer:
-    """Our ``tokenizer.json`` (a file) or a ``transformers`` tokenizer by name or folder."""
+    """Our ``tokenizer.json`` (a file: a trained tokenizer, or the record ``{"pretrained": name}`` the tokenizer
+    rule writes for a pretrained one, loaded as the run loaded it) or a ``transformers`` tokenizer by name or
+    folder."""
+    from corpora.tokenization import pretrained_record, pretrained_tokenizer
+
     path = Path(spec)
+    pretrained = pretrained_record(path)
+    if pretrained is not None:
+        try:
+            tok, sha256 = pretrained_tokenizer(pretrained)
+        except ReproError as e:
+            raise GenPPLError(f"{path}: {e}") from None
+        return ModelTokenizer(pretrained, sha256, len(tok), tok.eos_token,
+                              lambda ids: tok.batch_decode(ids, skip_special_tokens=False),
+                              lambda texts: tok(texts, add_special_tokens=False)["input_ids"])
     if path.is_file():
         from tokenizers import Tokenizer
 
