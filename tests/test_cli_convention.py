@@ -28,6 +28,8 @@ BAD_INPUT = {
     "reports": ["findings", "--tables", "{m}", "--readme", "{t}/README.md"],
     "benchmarks.gpu_throughput": ["--device", "cuda", "--out", "{t}/b.json"],  # with CUDA hidden below
     "common.io": ["{t}"],  # a folder, refused before the input is read
+    "workflows.smoke": ["{m}", "--run", "--workdir", "{t}"],
+    "benchmarks.gpu_check": ["--out", "{t}/g.json"],  # with CUDA hidden below
 }
 # command lines without a cheap bad input: none but argparse's (a profile that does not load is a warning
 # of workflows.coverage), or one-line errors that need trained runs (benchmarks.ncm_sampling)

@@ -145,6 +145,11 @@ RAW_WRITES_ALLOWED = {
     ("evals/harness/hf_reference.py", ".save_pretrained(out_dir)"):
         "the transformers reference arm of the parity test and a benchmark, in their temporary folders",
     ("reports/plotting.py", ".savefig(buffer"): "into an in-memory buffer; the bytes go through write_atomic",
+    ("workflows/smoke.py", "save_pretrained(folder)"):
+        "transformers writes a smoke-mode stand-in into a staging folder that smoke._folder renames into place",
+    ("workflows/smoke.py", "dest.rename(old)"): "the previous stand-in folder moved aside before the new one lands",
+    ("workflows/smoke.py", "staging.rename(dest)"): "a stand-in folder renamed into place",
+    ("workflows/smoke.py", "staged.rename(folder)"): "a stand-in folder renamed into the hub cache's snapshots/",
 }
 RAW_WRITE = re.compile("|".join((
     r"\bopen\([^)]*['\"][wax]b?\+?['\"]", r"\.open\(\s*['\"][wax]", r"\.write_(text|bytes)\(", r"\bjson\.dump\(",

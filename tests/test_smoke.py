@@ -2,6 +2,7 @@
 end through Snakemake as a user runs it (``make smoke`` runs them all)."""
 from __future__ import annotations
 
+import copy
 import json
 import re
 import subprocess
@@ -74,6 +75,17 @@ def test_every_full_profile_shrinks_to_a_valid_profile_with_its_stand_ins(profil
             assert (tmp_path / "hub" / ("models--" + name.replace("/", "--")) / "refs" / "main").is_file(), name
 
 
+def _missing_verdict() -> str:
+    """What the table builder writes for a cell of a run the profile has but whose results are absent."""
+    from tables import build
+
+    source = Path(build.__file__).read_text()
+    return re.search(r'"(not reproduced: results missing[^"]*)"', source)[1]
+
+
+MISSING = _missing_verdict()
+
+
 def _table(path: Path, records: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"records": records}))
@@ -82,13 +94,13 @@ def _table(path: Path, records: list[dict]) -> None:
 def test_table_check_names_missing_results_and_empty_tables(tmp_path):
     cell = {"verdict": "inconclusive", "reproduced_mean": 3.1}
     _table(tmp_path / "dlcm" / "table02.json", [cell, {"verdict": "", "reproduced_mean": ""}])
-    _table(tmp_path / "ncm" / "table01.json", [{"verdict": "results are missing: runs/x/eval/ppl.json",
-                                                "reproduced_mean": ""}, {"verdict": "x", "reproduced_mean": None}])
+    _table(tmp_path / "ncm" / "table01.json", [{"verdict": MISSING, "reproduced_mean": ""},
+                                               {"verdict": "x", "reproduced_mean": None}])
     _table(tmp_path / "ncm" / "table05.json", [{"verdict": "not run in this profile", "reproduced_mean": ""}])
     summary, problems = smoke.check_tables(tmp_path)
     assert summary["dlcm/table02"] == {"cells": 1, "filled": 1, "empty": {}}
     assert "ncm/table05" not in summary
-    assert problems == ["ncm/table01: 1 cell(s): results are missing: runs/x/eval/ppl.json",
+    assert problems == [f"ncm/table01: 1 cell(s): {MISSING}",
                         "ncm/table01: none of its 2 cells of this profile's rows holds a value"]
     assert smoke.check_tables(tmp_path / "none")[1] == [f"{tmp_path / 'none'}: no paper table has a row this "
                                                         "profile runs"]
@@ -104,7 +116,7 @@ def test_a_profile_smoke_mode_cannot_shrink_is_one_line_before_any_job(tmp_path)
     assert run.returncode == 2, run.stderr
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "smoke mode cannot shrink" in lines[0] and "token_window" in lines[0], run.stderr
-    assert not (tmp_path / "results").exists()
+    assert not (tmp_path / "results").exists() and not (tmp_path / "smoke" / "hub").exists()
 
 
 @pytest.mark.slow
@@ -150,3 +162,59 @@ def test_gpu_check_plans_every_family_and_evaluation_kind_of_small_on_the_gpu_pr
     assert plan.returncode == 0, plan.stderr[-2000:]
     ids = {exp["id"] for exp in chosen.values()}
     assert int(re.search(r"^pretrain\s+(\d+)$", plan.stdout, re.M)[1]) >= len(ids), plan.stdout
+
+
+@pytest.mark.slow
+def test_the_stand_in_checkpoint_starts_every_run_that_names_it(tmp_path):
+    """ConceptLM Table 3: Trained-8B, PM-8B (+2 layers) and ConceptLM-8B all start from one Llama."""
+    path, config = smoke.prepare(ROOT / "config" / "paper-conceptlm-llama8b.yaml", tmp_path)
+    script = """
+import sys, yaml
+from models.hf_llama import init_from_pretrained
+from models.registry import build_model
+from workflows.experiments import resolve, validate
+for exp_id, exp in resolve(validate(yaml.safe_load(open(sys.argv[1])), "smoke")).items():
+    source = exp["train"].get("init_from")
+    if source:
+        model = build_model({k: v for k, v in exp["model"].items() if k != "seq_len"}, vocab_size=sys.argv[2] and
+                            int(sys.argv[2]), seq_len=exp["model"]["seq_len"])
+        init_from_pretrained(model, source)
+        print("loaded", exp_id)
+"""
+    vocab = json.loads(next((tmp_path / "hub").rglob("config.json")).read_text())["vocab_size"]
+    run = subprocess.run([sys.executable, "-c", script, str(path), str(vocab)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=600, env={**smoke.os.environ, **smoke.environment(tmp_path)})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.count("loaded") == 3, run.stdout
+
+
+def test_every_section_of_an_entry_is_shrunk_and_references_follow_renamed_runs(tmp_path):
+    config = merged("default.yaml")
+    config["experiments"] += [
+        {"id": "w{model.d_model}_s{train.steps}", "base": "base_gpt2_s",
+         "sweep": {"model.d_model": [96, 160], "train.steps": [50000, 60000]}},
+        {"id": "child", "base": "w160_s60000", "overrides": {"eval.limit": 100000, "eval.batch_size": 256,
+                                                             "train.init_from": "data/models/Llama-3.1-8B"}}]
+    config["genppl"]["judges"] = ["w96_s50000", "./judges/gpt2-large"]
+    shrunk = smoke.shrink(config, tmp_path)
+    swept = next(e for e in shrunk["experiments"] if "sweep" in e)
+    assert swept["sweep"]["train.steps"] == [smoke.STEPS, smoke.STEPS]
+    ids = [e["id"] for e in expand_sweeps(copy.deepcopy(shrunk["experiments"]))]
+    child = next(e for e in shrunk["experiments"] if e["id"] == "child")
+    assert child["base"] in ids and child["overrides"]["eval.limit"] == smoke.EVAL["limit"]
+    assert child["overrides"]["eval.batch_size"] == smoke.EVAL["batch_size"]
+    assert child["overrides"]["train.init_from"].startswith(str(tmp_path / "checkpoints"))  # a folder, as jobs read it
+    assert shrunk["genppl"]["judges"][0] in ids and shrunk["genppl"]["judges"][1].startswith(str(tmp_path / "judges"))
+
+
+def test_a_profile_the_workflow_refuses_is_refused_in_one_line_before_any_stand_in(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"extends": str(ROOT / "config" / "default.yaml"), "profile": "bad",
+                                   "defaults": {"train": {"steps": 0}}}))
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- a\n- b\n")
+    run = smoke_cli(str(bad), str(listed), str(tmp_path / "absent.yaml"), "--run", "--workdir", str(tmp_path))
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and len(lines) == 3, run.stderr
+    assert "steps" in lines[0] and "list.yaml" in lines[1] and "absent.yaml" in lines[2], run.stderr
+    assert not (tmp_path / "results").exists()

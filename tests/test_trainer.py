@@ -229,3 +229,21 @@ def test_snapshots_survive_a_resume_and_never_outlive_their_run(tiny_data, run_c
     run_cfg["train"]["snapshot_interval"] = 5
     Trainer(run_cfg, tiny_data["tokens"], tmp_path / "full").run(stop_after=4)  # afresh: final/ is no checkpoint
     assert not list((tmp_path / "full" / "train" / "snapshots").glob("*.safetensors"))
+
+
+@pytest.mark.slow
+def test_compile_compiles_each_block_in_place_and_trains_as_eager(tiny_data, run_cfg, tmp_path):
+    """``train.compile``: every transformer block compiled (one graph for blocks of one shape), the weights'
+    names unchanged, the training log as the eager run's (within compiled kernels' rounding)."""
+    run_cfg["train"]["steps"] = 4
+    eager = Trainer(run_cfg, tiny_data["tokens"], tmp_path / "eager")
+    eager.run()
+    run_cfg["train"]["compile"] = True
+    compiled = Trainer(run_cfg, tiny_data["tokens"], tmp_path / "compiled")
+    assert all(block._compiled_call_impl is not None for block in compiled.model.blocks)
+    compiled.run()
+    assert final_weights(tmp_path / "compiled").keys() == final_weights(tmp_path / "eager").keys()
+    for a, b in zip(metrics_rows(tmp_path / "eager"), metrics_rows(tmp_path / "compiled")):
+        assert a.keys() == b.keys()
+        for key, value in a.items():
+            assert b[key] == (pytest.approx(value, rel=1e-4, abs=1e-5) if isinstance(value, float) else value), key

@@ -4,7 +4,7 @@ A model's ``forward(idx, targets)`` returns ``{"losses": {name: scalar}}`` and o
 ``{"metrics": {name: float}}`` (monitored, not optimised, e.g. codebook usage); the trainer sums the
 losses with ``train.loss_weights`` (default 1 each) and logs every term and metric, so ConceptLM's NTP + NCP + VQ or
 DLCM's auxiliary losses need nothing here. AdamW with linear warm-up and cosine decay, gradient
-clipping and accumulation, bf16 autocast on CUDA, optional ``torch.compile``, DDP under
+clipping and accumulation, bf16 autocast (``train.precision``), optional ``torch.compile`` of each block, DDP under
 ``torchrun`` (or FSDP, ``train.parallel: fsdp``: ``trainer.distributed``). Data order comes from ``trainer.data.WindowOrder`` (seed + manifest hash);
 checkpoints from ``trainer.checkpoint`` (atomic, resumed automatically); what a person reads of a run
 (a line per log interval off a terminal, validation losses) from ``trainer.progress``.
@@ -33,6 +33,8 @@ from tqdm import tqdm
 from common.errors import ReproError
 from common.io import atomic_write_json, config_hash, sha256_file
 from common.provenance import host_fingerprint
+from models.blocks import Block
+from models.dlcm import CrossBlock
 from models.losses import opaque_to_compile
 from models.registry import build_model, flops_per_token
 from trainer.checkpoint import (binding_difference, clean_debris, load_checkpoint, prune_snapshots, read_state,
@@ -101,6 +103,20 @@ def step_scope(model: torch.nn.Module):
     return stats.window() if stats is not None else nullcontext()
 
 
+COMPILE_UNITS = (Block, CrossBlock)  # every model family's transformer blocks (token, concept, decoder)
+
+
+def compile_blocks(model: torch.nn.Module) -> None:
+    """``train.compile``: ``torch.compile`` each transformer block in place (regional compilation, as torchtitan
+    does): blocks of one class and shape share one compiled graph, so compile time does not grow with depth,
+    and the weights keep their names. The code between blocks (embeddings, quantisers, boundary routers,
+    heads, the fused loss kernel) runs eagerly."""
+    opaque_to_compile()
+    for module in model.modules():
+        if isinstance(module, COMPILE_UNITS):
+            module.compile()
+
+
 class Trainer:
     def __init__(self, run_cfg: dict, tokens_dir: Path, run_dir: Path, threads: int | None = None,
                  upstream: Path | None = None):
@@ -151,6 +167,8 @@ class Trainer:
         if problem:
             raise ReproError(f"{run_cfg['id']}: {problem}")
         self.sharded = fsdp and self.world > 1
+        if self.t["compile"]:  # before sharding, as torchtitan orders them
+            compile_blocks(self.model)
         if self.sharded:
             shard(self.model)
         self.primary = self.model.loss_names(self.model.cfg)[0]  # what valid/loss measures
@@ -162,9 +180,6 @@ class Trainer:
         self.opt = make_optimizer(self.model, self.t)
         self.ddp = torch.nn.parallel.DistributedDataParallel(self.model) if self.world > 1 and not self.sharded else None
         self.forward = self.ddp or self.model
-        if self.t["compile"]:
-            opaque_to_compile()
-            self.forward = torch.compile(self.forward)
         # bf16 autocast: asked for (precision bf16, on CUDA or, as a smoke run does, on a CPU), or auto on CUDA
         use_bf16 = self.t["precision"] == "bf16" or (self.device.type == "cuda" and self.t["precision"] == "auto")
         device_type = self.device.type

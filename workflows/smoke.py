@@ -1,7 +1,7 @@
 """Smoke mode: a full-scale profile's whole DAG, every rule, experiment kind and evaluation, on a 2-core
 CPU in minutes, before the first real run on a GPU node.
 
-``python -m workflows.smoke PROFILE... [--run]`` writes, per profile, to ``results/smoke/<profile>/``:
+``python -m workflows.smoke PROFILE... [--run]`` writes, per profile, to ``results/smoke/<profile>-smoke/``:
 
 * ``profile.yaml``: the profile shrunk by the rule below, named ``<profile>-smoke`` (its results go to
   ``results/<profile>-smoke/``), everything else as the profile says: model families, experiment kinds,
@@ -10,34 +10,39 @@ CPU in minutes, before the first real run on a GPU node.
   stand-ins: its pretrained tokenizers (a byte-level BPE of ``VOCAB`` tokens trained on synthetic text), its
   Gen. PPL judges (a 2-layer GPT-2 with that tokenizer) and its ``init_from`` checkpoint (a Llama of the
   shrunk shape); the jobs load them by name through ``transformers`` offline, as they load the real ones.
-  A tokenizer or checkpoint given as a local folder gets the same stand-in in a folder of its own;
+  A tokenizer, judge or checkpoint given as a local folder gets the same stand-in in a folder of its own;
 * ``datasets/``: per hub corpus or paired set, a local copy in the hub's layout (``<split>.jsonl`` with the
   dataset's own fields) read through ``corpus.hf.mirror`` / ``pairs.mirror``, i.e. by the same
   ``datasets.load_dataset`` call; a local corpus file gets a stand-in at a path of its own;
 * ``tasks/``: a ``local_tasks`` manifest with a few documents of every lm-eval task of the profile's
   suites that has a local format (``evals/tasks/local_data.py``); the others are reported unavailable.
 
-``--run`` then runs Snakemake on each (``workflows/profiles/local``; 2 training processes under torchrun
-where the profile shards with FSDP) and checks that every paper table of the profile has its cells filled.
+``--run`` then runs Snakemake on each (``workflows/profiles/local``; every run trains on 2 gloo processes
+under torchrun, DDP or the profile's FSDP) and checks that every paper table of the profile has its cells
+filled (``results/smoke/summary.json``).
 
 The shrink rule: per width field (``d_model``, ``d_concept``, ``mlp_hidden``, ``concept_mlp_hidden``) the
 profile's distinct values, in order, become 32, 48, 64, ... (sizes stay distinct and ordered: a law's
-points stay apart, swept ids unique, a held-out id renamed with them); every head or segment count 2,
-grouped key/value heads 1; depths, ratios, schedules, code books and chunk sizes stay; a window on a
-document stream at most ``SEQ`` tokens (a paired set's layout fixes its window: it stays); one seed per
-experiment. Training: ``STEPS`` steps of 2 micro-batches of 2 sequences per process, validation every
-step, a checkpoint every 2. Data: ``DOCS`` documents per split, ``PAIRS`` pairs, ``BOARDS`` Sudoku boards
-per tier; evaluation: 4 windows, samples, examples or task documents. A kernel benchmark times its
-smallest row only. What the rule leaves invalid is refused with the profile check's one line, naming the
-key, before any job.
+points stay apart, swept ids unique; a base, upstream, law grid or judge naming a renamed run follows it);
+every head or segment count 2, grouped key/value heads 1; depths, ratios, schedules, code books and chunk
+sizes stay; a window on a document stream at most ``SEQ`` tokens (a paired set's layout fixes its window: it stays); one seed per
+experiment. Training (``_train_value``): ``STEPS`` steps of 2 micro-batches of 2 sequences per process, a
+log line and a validation every step, a checkpoint and a weight snapshot (where the profile takes them)
+every 2; in defaults, overrides and sweeps alike, as evaluation sizes (``EVAL``). Data: ``DOCS`` documents
+per split, ``PAIRS`` pairs, ``BOARDS`` Sudoku boards per tier; evaluation: 4 windows, samples, examples or
+task documents. A kernel benchmark times its smallest row only. What the rule leaves invalid is refused
+with the profile check's one line, naming the key, before any job.
 """
 from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
 import json
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -45,8 +50,8 @@ from pathlib import Path
 
 import yaml
 
-from common.errors import ReproError
-from workflows.experiments import ConfigError, _read_yaml, resolve, validate, with_parents
+from common.errors import ReproError, entry_point
+from workflows.experiments import ConfigError, _read_yaml, expand_sweeps, resolve, validate, with_parents
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDTHS = ("d_model", "d_concept", "mlp_hidden", "concept_mlp_hidden")
@@ -62,6 +67,7 @@ VOCAB = 512
 EOT = "<|endoftext|>"
 SUFFIX = {"cpu": "smoke", "cuda": "smoke-gpu"}  # the results folder: results/<profile>-<suffix>/
 GPU_SLOTS = 4  # smoke jobs at a time on one GPU
+PROCESSES = {"cpu": 2, "cuda": 1}  # training processes per run: DDP / FSDP on 2 gloo ranks; one on the GPU
 
 
 class SmokeError(ReproError, ValueError):
@@ -108,62 +114,72 @@ def shrink_model(model: dict, widths: dict[str, dict[int, int]], prefix: str = "
     return out
 
 
+def _train_value(key: str, value, procs: int):
+    """A training setting under the rule: ``STEPS`` steps of 2 micro-batches of ``MICRO`` sequences per
+    process, a log line and a validation every step, a checkpoint and a weight snapshot (where the profile
+    takes them) every 2; the rest (precision, compile, parallel, init_from, lr and its schedule's shape) as
+    given."""
+    fixed = {"steps": STEPS, "batch_size": 2 * MICRO * procs, "micro_batch_size": MICRO, "eval_interval": 1,
+             "log_interval": 1, "checkpoint_interval": 2, "eval_batches": 1, "warmup_steps": 1}
+    if key == "snapshot_interval":
+        return 2 if value else value  # DLCM's boundaries over training still read snapshots
+    return fixed.get(key, value)
+
+
+EVAL = {"batch_size": 2, "limit": 4}  # evaluation: a few windows, documents, samples per task
+
+
+def _value(key: str, value, widths: dict, paired: bool, procs: int):
+    """A dotted setting (``model.*``, ``train.*``, ``eval.*``) of an override or a sweep under the rule."""
+    section, _, field = key.partition(".")
+    if section == "model":
+        return shrink_model({field: value}, widths, paired=paired)[field]
+    if section == "train":
+        return _train_value(field, value, procs)
+    if section == "eval":
+        return EVAL.get(field, value)
+    return value
+
+
 def shrink_train(train: dict, procs: int) -> dict:
-    """Training settings: ``STEPS`` steps of 2 micro-batches per process; the rest (precision, compile,
-    parallel, init_from, lr and its schedule's shape) as given."""
-    out = dict(train)
-    out.update(steps=STEPS, batch_size=2 * MICRO * procs, micro_batch_size=MICRO, eval_interval=1,
-               checkpoint_interval=2, eval_batches=1)
-    if "warmup_steps" in train or "warmup_steps" not in out:
-        out["warmup_steps"] = 1
-    return out
+    """Training defaults under the rule (``_train_value``)."""
+    out = {key: _train_value(key, value, procs) for key, value in train.items()}
+    return {**out, **{key: _train_value(key, None, procs) for key in
+                      ("steps", "batch_size", "micro_batch_size", "eval_interval", "log_interval",
+                       "checkpoint_interval", "eval_batches", "warmup_steps")}}
 
 
 def _shrink_entry(entry: dict, widths: dict, paired: bool, procs: int, out: Path) -> dict:
     entry = copy.deepcopy(entry)
-    overrides = shrink_model(entry.get("overrides") or {}, widths, "model.", paired)
-    for key in list(overrides):
-        if key in ("train.steps", "train.batch_size", "train.micro_batch_size", "train.eval_interval",
-                   "train.checkpoint_interval", "train.eval_batches"):
-            del overrides[key]
-        elif key == "train.warmup_steps":
-            overrides[key] = 1
-    if overrides or "overrides" in entry:
-        entry["overrides"] = overrides
-    if isinstance(overrides.get("train.init_from"), str):
-        overrides["train.init_from"] = _local_checkpoint(overrides["train.init_from"], out)
+    if "overrides" in entry:
+        entry["overrides"] = {key: _value(key, value, widths, paired, procs)
+                              for key, value in (entry["overrides"] or {}).items()}
+        if isinstance(entry["overrides"].get("train.init_from"), str):
+            entry["overrides"]["train.init_from"] = _local_checkpoint(entry["overrides"]["train.init_from"], out)
     if entry.get("seeds"):
         entry["seeds"] = entry["seeds"][:1]
     for key, values in (entry.get("sweep") or {}).items():
-        if key.startswith("model.") and isinstance(values, list):
-            entry["sweep"][key] = [shrink_model({key: v}, widths, "model.", paired)[key] for v in values]
+        if isinstance(values, list):
+            entry["sweep"][key] = [_value(key, v, widths, paired, procs) for v in values]
     return entry
 
 
 def renamed(before: list[dict], after: list[dict]) -> dict[str, str]:
     """The experiment ids a sweep names by a shrunk value: original id -> smoke id."""
-    from workflows.experiments import expand_sweeps
-
     pairs = zip(expand_sweeps(copy.deepcopy(before)), expand_sweeps(copy.deepcopy(after)))
     return {old["id"]: new["id"] for old, new in pairs if old["id"] != new["id"]}
 
 
-def _paired(entry: dict, by_id: dict) -> bool:
+def _paired(entry: dict, by_id: dict, datasets: dict) -> bool:
     """Whether an experiment trains on a paired set (``data``, its own or a ``base``'s): its window stays."""
     seen = set()
     while entry is not None and entry["id"] not in seen:
         if entry.get("data"):
-            return True
+            return "pairs" in datasets.get(entry["data"], {}).get("corpus", {}) or \
+                "sudoku" in datasets.get(entry["data"], {}).get("corpus", {})
         seen.add(entry["id"])
         entry = by_id.get(entry.get("base"))
     return False
-
-
-def processes(config: dict) -> int:
-    """Training processes of the smoke run: 2 where the profile shards (FSDP), else 1."""
-    parallel = {(config["defaults"].get("train") or {}).get("parallel")}
-    parallel |= {(e.get("overrides") or {}).get("train.parallel") for e in config.get("experiments", [])}
-    return 2 if "fsdp" in parallel else 1
 
 
 def shrink(config: dict, out: Path, device: str = "cpu") -> dict:
@@ -171,7 +187,7 @@ def shrink(config: dict, out: Path, device: str = "cpu") -> dict:
     real tasks pointed at the stand-ins under ``out`` (written by ``write_standins``); named for ``device``
     (results of a CPU and of a GPU smoke run never mix)."""
     config = copy.deepcopy(config)
-    procs = processes(config) if device == "cpu" else 1
+    procs = PROCESSES[device]
     config["description"] = f"smoke mode of {config['profile']} on {device} (workflows/smoke.py)"
     config["profile"] = f"{config['profile']}-{SUFFIX[device]}"
     config["scale"] = "reduced"  # values are never judged at the paper's scale here
@@ -187,18 +203,24 @@ def shrink(config: dict, out: Path, device: str = "cpu") -> dict:
     defaults["train"] = shrink_train(defaults["train"], procs)
     if isinstance(defaults["train"].get("init_from"), str):
         defaults["train"]["init_from"] = _local_checkpoint(defaults["train"]["init_from"], out)
-    defaults["eval"] = {**defaults.get("eval", {}), "batch_size": 2, "limit": 4}
+    defaults["eval"] = {**defaults.get("eval", {}), **EVAL}
     by_id = {e["id"]: e for e in config.get("experiments", [])}
-    original = config.get("experiments", [])
-    config["experiments"] = [_shrink_entry(e, widths, _paired(e, by_id), procs, out) for e in original]
+    original, datasets = config.get("experiments", []), config.get("datasets") or {}
+    config["experiments"] = [_shrink_entry(e, widths, _paired(e, by_id, datasets), procs, out) for e in original]
     ids = renamed(original, config["experiments"])
+    for entry in config["experiments"]:  # references to an id the rule renamed
+        for key in ("base", "upstream"):
+            if entry.get(key) in ids:
+                entry[key] = ids[entry[key]]
     if "genppl" in config:
         config["genppl"].update(samples=4, batch_size=2, judge_batch_size=2)
+        config["genppl"]["judges"] = [_local_judge(ids.get(j, j), out) for j in config["genppl"].get("judges", [])]
     config["conditional"] = {**config.get("conditional", {}), "examples": 4, "batch_size": 2}
     for law in (config.get("scaling_laws") or {}).values():
         law.update(n_boot=2, identify_draws=1)
-        if law.get("holdout"):
-            law["holdout"] = [ids.get(i, i) for i in law["holdout"]]
+        for key in ("experiments", "holdout"):
+            if isinstance(law.get(key), list):
+                law[key] = [ids.get(i, i) for i in law[key]]
     for bench in (config.get("kernel_benchmarks") or {}).values():  # the smallest row, at its size (rows are
         bench["rows"] = [min(bench["rows"], key=lambda row: (row["seq_len"], row["hidden"]))]  # named by it)
         bench.update(rounds=2, warmup=0)
@@ -226,8 +248,16 @@ def _shrink_corpus(corpus: dict, out: Path) -> dict:
 
 
 def _is_folder(name: str) -> bool:
-    """A tokenizer or checkpoint given as a local folder (hub ids never start with '.', '/' or '~')."""
-    return name.startswith((".", "/", "~")) or Path(name).is_dir()
+    """A tokenizer, judge or checkpoint given as a local folder, as the jobs tell (not a hub id)."""
+    from common.hub import looks_like_folder
+
+    return looks_like_folder(name)
+
+
+def _local_judge(judge: str, out: Path) -> str:
+    """A Gen. PPL judge given as a local folder -> its stand-in's folder; a hub name (the hub cache) or one
+    of the profile's runs (exported by the workflow) stays."""
+    return str(out / "judges" / _slug(judge)) if _is_folder(judge) else judge
 
 
 def _local_tokenizer(tokenizer, out: Path):
@@ -262,18 +292,18 @@ def _shrink_pairs(ds_id: str, corpus: dict, out: Path) -> dict:
     return corpus
 
 
-def _real_tasks(config: dict) -> set[str]:
-    """The lm-eval tasks of the real-task evaluations the profile's experiments list."""
+def _real_tasks(config: dict) -> dict[str, int]:
+    """The lm-eval tasks of the real-task evaluations the profile's experiments list: {task: most shots}."""
     from evals.harness.suites import load_suites
     from evals.registry import BY_NAME
 
     suites = load_suites()
     names = {e for exp in config.get("experiments", []) for e in exp.get("evals", [])}
-    tasks = set()
+    tasks: dict[str, int] = {}
     for name in names:
         spec = BY_NAME.get(name)
-        if spec is not None and spec.real_tasks:
-            tasks |= {entry["task"] for entry in suites[spec.suite]["tasks"]}
+        for entry in suites[spec.suite]["tasks"] if spec is not None and spec.real_tasks else []:
+            tasks[entry["task"]] = max(tasks.get(entry["task"], 0), entry.get("num_fewshot") or 0)
     return tasks
 
 
@@ -286,9 +316,9 @@ def world_texts(n: int, seed: int = 0) -> list[str]:
     return [next(docs)["text"] for _ in range(n)]
 
 
-def write_standins(config: dict, out: Path) -> None:
-    """Every stand-in the shrunk ``config`` reads (module docstring)."""
-    texts = world_texts(sum(DOCS.values()))
+def write_standins(config: dict, out: Path, texts: list[str]) -> None:
+    """Every stand-in the shrunk ``config`` reads (module docstring) but the tasks (``write_tasks``), with
+    the ``texts`` of the synthetic world."""
     _write_corpus(config["corpus"], texts, out)
     for ds in (config.get("datasets") or {}).values():
         pairs = ds["corpus"].get("pairs") or {}
@@ -299,21 +329,23 @@ def write_standins(config: dict, out: Path) -> None:
         _snapshot(hub, name, lambda folder: _write_tokenizer(folder, tokenizer))
     for tok in _pretrained(config):
         if _is_folder(tok["name"]):
-            _write_tokenizer(Path(tok["name"]), tokenizer)
+            _folder(Path(tok["name"]), lambda folder: _write_tokenizer(folder, tokenizer))
+    runs = {e["id"] for e in expand_sweeps(copy.deepcopy(config["experiments"]))}
     for judge in (config.get("genppl") or {}).get("judges", []):
-        if judge not in {e["id"] for e in config["experiments"]} and not _is_folder(judge):
+        if judge in runs:
+            continue
+        if _is_folder(judge):
+            _folder(Path(judge), lambda folder: _write_judge(folder, tokenizer))
+        else:
             _snapshot(hub, judge, lambda folder: _write_judge(folder, tokenizer))
-    tasks = _real_tasks(config)
-    if tasks:
-        _write_tasks(sorted(tasks), out / "tasks", texts)
-    checkpoints = {}  # init_from -> the shape of the checkpoint: a plain Llama's that loads it, else the first's
-    for exp in resolve(validate(copy.deepcopy(config), "the smoke profile", files=False)).values():
+    checkpoints = {}  # init_from -> the checkpoint's shape: the shallowest of the runs it starts (the others
+    for exp in resolve(validate(copy.deepcopy(config), "the smoke profile", files=False)).values():  # add layers)
         source = exp["train"].get("init_from")
-        if source and (source not in checkpoints or exp["model"]["arch"] == "llama"):
+        if source and (source not in checkpoints or exp["model"]["n_layer"] < checkpoints[source]["n_layer"]):
             checkpoints[source] = exp["model"]
     for source, model in checkpoints.items():
         if _is_folder(source):
-            _write_llama(Path(source), model, tokenizer)
+            _folder(Path(source), lambda folder, model=model: _write_llama(folder, model, tokenizer))
         else:
             _snapshot(hub, source, lambda folder, model=model: _write_llama(folder, model, tokenizer))
 
@@ -407,28 +439,44 @@ def _write_tokenizer(folder: Path, tokenizer) -> None:
                eos_token_id=tokenizer.eos_token_id).save_pretrained(folder)
 
 
-def _snapshot(hub: Path, repo_id: str, write) -> Path:
-    """``write(folder)`` into the hub cache layout of ``repo_id`` (refs/main -> snapshots/<commit>/), the commit
-    a hash of the files written: a changed stand-in is a new revision, as on the hub."""
-    import hashlib
-    import shutil
-
-    repo = hub / ("models--" + repo_id.replace("/", "--"))
-    staging = repo / "staging"
+def _folder(dest: Path, write) -> Path:
+    """``write(folder)`` into a staging folder beside ``dest``, then renamed into place (nothing half-written
+    is ever read as a stand-in); an unchanged stand-in keeps its folder."""
+    staging = dest.with_name(f".{dest.name}.staging")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     write(staging)
-    digest = hashlib.sha1()
-    for path in sorted(staging.rglob("*")):
-        if path.is_file():
-            digest.update(str(path.relative_to(staging)).encode() + b"\0" + path.read_bytes())
-    folder = repo / "snapshots" / digest.hexdigest()
-    if folder.is_dir():
+    if dest.is_dir() and _digest(dest) == _digest(staging):
         shutil.rmtree(staging)
+        return dest
+    old = dest.with_name(f".{dest.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if dest.is_dir():
+        dest.rename(old)
+    staging.rename(dest)
+    shutil.rmtree(old, ignore_errors=True)
+    return dest
+
+
+def _digest(folder: Path) -> str:
+    digest = hashlib.sha1()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _snapshot(hub: Path, repo_id: str, write) -> Path:
+    """``write(folder)`` into the hub cache layout of ``repo_id`` (refs/main -> snapshots/<commit>/), the commit
+    a hash of the files written: a changed stand-in is a new revision, as on the hub."""
+    repo = hub / ("models--" + repo_id.replace("/", "--"))
+    staged = _folder(repo / "staged", write)
+    folder = repo / "snapshots" / _digest(staged)
+    if folder.is_dir():
+        shutil.rmtree(staged)
     else:
-        folder.parent.mkdir(exist_ok=True)
-        staging.rename(folder)
-    (repo / "refs").mkdir(exist_ok=True)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staged.rename(folder)
     _write_text(repo / "refs" / "main", folder.name)
     return folder
 
@@ -456,7 +504,8 @@ def _write_llama(folder: Path, model: dict, tokenizer) -> None:
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=model["d_model"], num_hidden_layers=model["n_layer"],
                          num_attention_heads=model["n_head"], num_key_value_heads=model.get("n_kv_head") or model["n_head"],
                          intermediate_size=model.get("mlp_hidden") or 4 * model["d_model"],
-                         max_position_embeddings=max(model["seq_len"], rope.get("original_max_position_embeddings", 0)),
+                         max_position_embeddings=max(model["seq_len"], int(rope.get("factor", 1) *
+                                                                         rope.get("original_max_position_embeddings", 0))),
                          rms_norm_eps=model.get("norm_eps", 1e-5),
                          rope_parameters=rope, tie_word_embeddings=False, attention_bias=bool(model.get("bias", False)),
                          mlp_bias=bool(model.get("bias", False)))
@@ -492,15 +541,17 @@ def _task_rows(task: str, words: list[str], i: int) -> dict:
     raise KeyError(task)
 
 
-def _write_tasks(tasks: list[str], folder: Path, texts: list[str]) -> None:
-    """A local_tasks manifest with 6 rows of every task in ``tasks`` that has a local format."""
+def _write_tasks(tasks: dict[str, int], folder: Path, texts: list[str]) -> None:
+    """A local_tasks manifest with rows of every task in ``tasks`` ({task: shots}) that has a local format:
+    the evaluated documents and, apart from them, the few-shot examples."""
     from evals.tasks.local_data import LOCAL_TASKS
 
     words = " ".join(texts[:50]).split()
     entries = {}
-    for task in tasks:
+    for task, shots in sorted(tasks.items()):
         if task in LOCAL_TASKS:
-            _write_jsonl(folder / f"{task}.jsonl", (_task_rows(task, words, i) for i in range(6)))
+            rows = (_task_rows(task, words, i) for i in range(EVAL["limit"] + shots + 2))
+            _write_jsonl(folder / f"{task}.jsonl", rows)
             entries[task] = {"path": f"{task}.jsonl", "exact": False, "note": "smoke-mode stand-in"}
     _write_text(folder / "manifest.yaml", yaml.safe_dump({"root": str(folder), "tasks": entries}, sort_keys=False))
 
@@ -526,7 +577,7 @@ def check_tables(tables: Path) -> tuple[dict[str, dict], list[str]]:
                 empty[r["verdict"]] = empty.get(r["verdict"], 0) + 1
         name = f"{path.parent.name}/{path.stem}"
         summary[name] = {"cells": len(ours), "filled": len(filled), "empty": empty}
-        problems += [f"{name}: {n} cell(s): {why}" for why, n in empty.items() if "results are missing" in why]
+        problems += [f"{name}: {n} cell(s): {why}" for why, n in empty.items() if "results missing" in why]
         if not filled:
             problems.append(f"{name}: none of its {len(ours)} cells of this profile's rows holds a value")
     if not summary:
@@ -536,15 +587,26 @@ def check_tables(tables: Path) -> tuple[dict[str, dict], list[str]]:
 
 # --- the command --------------------------------------------------------------------------------------
 def prepare(profile: Path, out: Path | None = None, device: str = "cpu") -> tuple[Path, dict]:
-    """Write the smoke profile and its stand-ins; return (its path, the shrunk config)."""
-    original = with_parents(_read_yaml(profile), profile.parent, str(profile))
-    out = (out or ROOT / "results" / "smoke" / f"{original['profile']}-{SUFFIX[device]}").resolve()
-    config = shrink(original, out, device)
+    """Check the profile as the workflow does, write its smoke profile and stand-ins; return (the smoke
+    profile's path, its config). A profile the workflow would refuse, or one the rule leaves invalid, is a
+    ``SmokeError`` (one line) before anything is written."""
+    profile = Path(profile)
     try:
-        write_standins(config, out)
-        validate(copy.deepcopy(config), "the smoke profile")
+        original = with_parents(_read_yaml(profile), profile.parent, str(profile))
+        validate(copy.deepcopy(original), str(profile), files=False)
+    except ConfigError as error:
+        raise SmokeError(str(error)) from None
+    out = (out or ROOT / "results" / "smoke" / f"{original['profile']}-{SUFFIX[device]}").resolve()
+    config, texts = shrink(original, out, device), world_texts(sum(DOCS.values()))
+    tasks = _real_tasks(config)
+    if tasks:  # the manifest first: the profile check reads it
+        _write_tasks(tasks, out / "tasks", texts)
+    try:
+        validate(copy.deepcopy(config), f"{profile} in smoke mode", files=False)
     except ConfigError as error:
         raise SmokeError(f"smoke mode cannot shrink {profile}: {error}") from None
+    write_standins(config, out, texts)
+    validate(copy.deepcopy(config), f"{profile} in smoke mode")  # its files now exist
     config.pop("extends", None)
     path = out / "profile.yaml"
     _write_text(path, yaml.safe_dump(config, sort_keys=False))
@@ -554,31 +616,37 @@ def prepare(profile: Path, out: Path | None = None, device: str = "cpu") -> tupl
 def command(path: Path, config: dict, cores: int = 2, workdir: Path = ROOT, device: str = "cpu",
             targets: list[str] = ()) -> list[str]:
     """The Snakemake command line of the smoke run of ``path`` (results under ``workdir/results/``): on the
-    CPU the local profile; on CUDA the GPU profile with ``GPU_SLOTS`` jobs sharing the first GPU (the
-    shrunk models take megabytes)."""
+    CPU the local profile, training on ``PROCESSES`` gloo ranks; on CUDA the GPU profile with ``GPU_SLOTS``
+    jobs sharing the first GPU (the shrunk models take megabytes). ``--keep-going``: one failing job does
+    not hide the others'."""
+    profile = ROOT / "workflows" / "profiles" / ("local" if device == "cpu" else "gpu")
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), *targets, "-d", str(workdir),
-           "--cores", str(cores), "--configfile", str(path),
-           "--profile", str(ROOT / "workflows" / "profiles" / ("local" if device == "cpu" else "gpu"))]
+           "--cores", str(cores), "--configfile", str(path), "--profile", str(profile), "--keep-going"]
     if device != "cpu":
         return cmd + ["--resources", f"gpu={GPU_SLOTS}"]
-    procs = processes(config)
-    return cmd + (["--set-resources", f"pretrain:gpu={procs}"] if procs > 1 else [])
+    return cmd + ["--set-resources", f"pretrain:gpu={PROCESSES[device]}"]
 
 
 def environment(out: Path, device: str = "cpu") -> dict:
-    """The jobs' environment: the stand-in hub cache, offline, and the host's own CPU kernels. The AVX2 pin
-    that makes CPU results identical across hosts (``common.provenance.HOST_PINS``) would refuse bf16
-    autocast under torch.compile on a CPU with AVX-512 (oneDNN's bf16 packing needs it); a smoke run's numbers
-    are not compared across hosts. Inductor's compile cache is the smoke runs' own (``inductor/`` beside the
-    profiles' folders, shared by them: a shape two profiles share compiles once): its key does not hold the
-    kernel instruction set, and a kernel compiled under another one corrupts memory when reused."""
+    """The jobs' environment (``os.environ`` with these): the stand-in hub cache, offline, and the host's own
+    CPU kernels. The AVX2 pin that makes CPU results identical across hosts (``common.provenance.HOST_PINS``)
+    would refuse bf16 autocast under torch.compile on a CPU with AVX-512 (oneDNN's bf16 packing needs it); a
+    smoke run's numbers are not compared across hosts. Inductor's compile cache is the smoke runs' own
+    (``inductor-<device>/`` beside the profiles' folders, shared by them: a shape two profiles share compiles
+    once): its key does not hold the kernel instruction set, and a kernel compiled under another one
+    corrupts memory when reused."""
     import torch
 
-    env = {**os.environ, "HF_HUB_CACHE": str(out / "hub"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+    env = {"HF_HUB_CACHE": str(out / "hub"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "TRANSFORMERS_OFFLINE": "1", "TORCHINDUCTOR_CACHE_DIR": str(out.parent / f"inductor-{device}")}
     if device == "cpu":
         env["ATEN_CPU_CAPABILITY"] = torch.backends.cpu.get_cpu_capability().lower()
     return env
+
+
+def shell_line(env: dict, cmd: list[str]) -> str:
+    """What to type to run it by hand."""
+    return " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + shlex.join(cmd)
 
 
 def run(profile: Path, out: Path | None = None, cores: int = 2, workdir: Path = ROOT, device: str = "cpu",
@@ -588,38 +656,47 @@ def run(profile: Path, out: Path | None = None, cores: int = 2, workdir: Path = 
     start = time.monotonic()
     path, config = prepare(profile, out, device)
     wanted = list(targets(config)) if targets else []  # relative to the working directory
-    cmd = command(path, config, cores, workdir, device, wanted)
-    print(f"HF_HUB_CACHE={path.parent / 'hub'} " + " ".join(cmd), flush=True)
-    code = subprocess.run(cmd, cwd=ROOT, env=environment(path.parent, device)).returncode
-    tables, problems = {}, [f"snakemake exited with {code} (its log: .snakemake/log/)"] if code else []
-    if not code and not targets:
-        tables, problems = check_tables(workdir / "results" / config["profile"] / "tables")
+    cmd, env = command(path, config, cores, workdir, device, wanted), environment(path.parent, device)
+    print(shell_line(env, cmd), flush=True)
+    code = subprocess.run(cmd, cwd=ROOT, env={**os.environ, **env}).returncode
+    tables, problems = {}, [f"snakemake exited with {code} (failed jobs: its log, .snakemake/log/)"] if code else []
+    if not targets:
+        tables, more = check_tables(workdir / "results" / config["profile"] / "tables")
+        problems += more if not code else []
     return {"profile": str(profile), "smoke_profile": str(path), "results": f"results/{config['profile']}",
             "wall_s": round(time.monotonic() - start), "tables": tables, "problems": problems}
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workflows.smoke", description=__doc__.splitlines()[0])
     parser.add_argument("profiles", type=Path, nargs="+")
     parser.add_argument("--out", type=Path, default=None, help="the stand-ins' folder (one profile only)")
     parser.add_argument("--run", action="store_true", help="run Snakemake on each, check its tables")
     parser.add_argument("--cores", type=int, default=2)
-    parser.add_argument("--summary", type=Path, default=None, help="write the runs' summary here (JSON)")
     parser.add_argument("--workdir", type=Path, default=ROOT, help="Snakemake's working directory (results/ in it)")
+    parser.add_argument("--summary", type=Path, default=None,
+                        help="the runs' summary (JSON; default with --run: WORKDIR/results/smoke/summary.json)")
     args = parser.parse_args(argv)
+    workdir = args.workdir.resolve()
     if args.out and len(args.profiles) > 1:
-        parser.error("--out names one profile's folder: give one profile")
-    summaries = []
-    try:
-        for profile in args.profiles:
-            if not args.run:
-                path, config = prepare(profile, args.out)
-                print(f"HF_HUB_CACHE={path.parent / 'hub'} " + " ".join(command(path, config, args.cores, args.workdir)))
-                continue
-            summaries.append(run(profile, args.out, args.cores, args.workdir.resolve()))
-    except ReproError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print("error: --out names one profile's stand-ins folder; give one profile with it", file=sys.stderr)
         return 2
+    errors = []
+    for profile in args.profiles:  # every profile checked before the first runs
+        try:
+            path, config = prepare(profile, args.out)
+        except ReproError as error:
+            errors.append(f"error: {error}")
+            continue
+        if not args.run:
+            print(shell_line(environment(path.parent), command(path, config, args.cores, workdir)))
+    if errors:
+        print("\n".join(errors), file=sys.stderr)
+        return 2
+    if not args.run:
+        return 0
+    summaries = [run(profile, args.out, args.cores, workdir) for profile in args.profiles]
     for summary in summaries:
         print(f"{summary['profile']}: {summary['wall_s']} s, {summary['results']}")
         for name, row in summary["tables"].items():
@@ -627,10 +704,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name}: {row['filled']} of {row['cells']} cells filled" + (f" (empty: {gaps})" if gaps else ""))
         for problem in summary["problems"]:
             print(f"error: {summary['profile']}: {problem}", file=sys.stderr)
-    if args.summary and summaries:
-        from common.io import atomic_write_json
+    from common.io import atomic_write_json
 
-        atomic_write_json(args.summary, summaries)
+    atomic_write_json(args.summary or workdir / "results" / "smoke" / "summary.json", summaries)
     return 1 if any(summary["problems"] for summary in summaries) else 0
 
 

@@ -378,8 +378,9 @@ def encodability(tokenizer, texts: list[str]) -> dict:
     """How much of the samples the judge's tokenizer cannot represent.
 
     Fast tokenizers: the non-space characters not covered by the offsets of any token other than the
-    unknown token (mapped to ``unk``, or silently dropped for lack of byte fallback). Slow tokenizers
-    (no offsets): the fraction of tokens that are the unknown token."""
+    unknown token (mapped to ``unk``, or silently dropped for lack of byte fallback); the unknown token's
+    own text is known (GPT-2's unknown token is its end-of-text token, which the samples hold). Slow
+    tokenizers (no offsets): the fraction of tokens that are the unknown token."""
     unk = tokenizer.unk_token_id
     if getattr(tokenizer, "is_fast", False):
         enc = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
@@ -388,7 +389,7 @@ def encodability(tokenizer, texts: list[str]) -> dict:
         for text, ids, offsets in zip(texts, enc["input_ids"], enc["offset_mapping"]):
             covered = np.zeros(len(text), dtype=bool)
             for i, (s, e) in zip(ids, offsets):
-                if i != unk:
+                if i != unk or text[s:e] == tokenizer.unk_token:
                     covered[s:e] = True
             solid = np.fromiter((not c.isspace() for c in text), dtype=bool, count=len(text))
             missing = solid & ~covered

@@ -92,6 +92,12 @@ def test_judge_tokenizer_that_cannot_encode_the_samples_is_refused(word_judge, t
     bpe.save(str(tmp_path / "bpe.json"))
     report = encodability(PreTrainedTokenizerFast(tokenizer_file=str(tmp_path / "bpe.json")), ["the thx zz"])
     assert (report["unencodable"], report["of"]) == (3, 8)
+    # GPT-2's unknown token is its end-of-text token: in the samples it is known text, not an unknown one
+    bpe.add_special_tokens(["<eos>"])
+    bpe.save(str(tmp_path / "bpe.json"))
+    gpt2_like = PreTrainedTokenizerFast(tokenizer_file=str(tmp_path / "bpe.json"), unk_token="<eos>", eos_token="<eos>")
+    report = encodability(gpt2_like, ["the<eos>the zz"])
+    assert (report["unencodable"], report["of"]) == (2, 13)
 
 
 def test_empty_and_malformed_samples_are_refused(model_tok, tmp_path):
