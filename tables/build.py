@@ -22,6 +22,12 @@ from .results import (SYNTHETIC, Metric, Reproduced, check_fresh, common_orders,
 from .specs import NO_CORPUS, SPECS, ResultRef, TableSpec, load_specs
 
 
+# why a mapped cell has no value (Build.absent)
+NOT_RUN = "not run in this profile"
+NOT_MEASURED = "not measured by this profile's runs"
+RESULTS_MISSING = "not reproduced: results missing (re-run snakemake)"
+
+
 @dataclass
 class CellView:
     """Everything known about one cell."""
@@ -101,10 +107,10 @@ class _Reproducer:
         run = [(experiment, result.eval) for result in self.result_refs(ref) for experiment in result.experiments
                if experiment in self.current and (self.current[experiment] is None or result.eval in self.current[experiment])]
         if not run:
-            return "not run in this profile"
+            return NOT_RUN
         if any(pair in self.measured for pair in run):
-            return "not measured by this profile's runs"
-        return "not reproduced: results missing (re-run snakemake)"
+            return NOT_MEASURED
+        return RESULTS_MISSING
 
     def result_refs(self, ref: Ref, depth: int = 3) -> list[ResultRef]:
         """The result references that fill a cell: its own, or those of the inputs of its formulas."""

@@ -51,6 +51,7 @@ from pathlib import Path
 import yaml
 
 from common.errors import ReproError, entry_point
+from tables.build import NOT_MEASURED, NOT_RUN, RESULTS_MISSING
 from workflows.experiments import ConfigError, _read_yaml, expand_sweeps, resolve, validate, with_parents
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -557,7 +558,7 @@ def _write_tasks(tasks: dict[str, int], folder: Path, texts: list[str]) -> None:
 
 
 # --- the check ----------------------------------------------------------------------------------------
-NOT_THE_PROFILES = ("", "not run in this profile")  # cells with no reproduction, or rows another profile runs
+NOT_THE_PROFILES = ("", NOT_RUN)  # cells with no reproduction, or rows another profile runs
 
 
 def check_tables(tables: Path) -> tuple[dict[str, dict], list[str]]:
@@ -577,9 +578,9 @@ def check_tables(tables: Path) -> tuple[dict[str, dict], list[str]]:
                 empty[r["verdict"]] = empty.get(r["verdict"], 0) + 1
         name = f"{path.parent.name}/{path.stem}"
         summary[name] = {"cells": len(ours), "filled": len(filled), "empty": empty}
-        problems += [f"{name}: {n} cell(s): {why}" for why, n in empty.items() if "results missing" in why]
-        if not filled:
-            problems.append(f"{name}: none of its {len(ours)} cells of this profile's rows holds a value")
+        problems += [f"{name}: {n} cell(s): {why}" for why, n in empty.items() if why == RESULTS_MISSING]
+        if not filled and set(empty) != {NOT_MEASURED}:  # quantities these runs do not measure (per-document-
+            problems.append(f"{name}: none of its {len(ours)} cells of this profile's rows holds a value")  # type)
     if not summary:
         problems.append(f"{tables}: no paper table has a row this profile runs")
     return summary, problems
