@@ -18,6 +18,7 @@ line before any work. Target: the whole check within 5 minutes on one H100 / H20
 from __future__ import annotations
 
 import argparse
+import copy
 import csv
 import json
 import re
@@ -45,7 +46,7 @@ def one_per_family(config: dict) -> dict[str, dict]:
     from evals.registry import find
     from workflows.experiments import resolve, validate
 
-    resolved = resolve(validate(json.loads(json.dumps(config)), "the smoke profile"))
+    resolved = resolve(validate(copy.deepcopy(config), "the smoke profile"))
     rules = {exp_id: {find(e).rule for e in exp["evals"] if find(e)} for exp_id, exp in resolved.items()}
     chosen: dict[str, dict] = {}
     for exp_id, exp in resolved.items():

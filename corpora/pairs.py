@@ -26,7 +26,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Iterator
 
-from corpora.sources import SPLITS, CorpusError, _stream
+from corpora.sources import SPLITS, CorpusError, _stream, hub_source
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ def pair_documents(corpus_cfg: dict) -> dict[str, Iterator[dict]]:
         local = cfg["local"]
         fields = local.get("source_field", spec.source), local.get("target_field", spec.target)
         return {s: islice(_local_split(local[s], *fields), n[s]) for s in SPLITS}
-    path, name = (cfg["mirror"], None) if cfg.get("mirror") else (spec.path, spec.name)  # a local copy, hub layout
+    path, name = hub_source(spec, cfg)
     return {s: islice((_pair(_field(r, spec.source, path), _field(r, spec.target, path), path)
                        for r in _stream(path, name, spec.splits[s], "corpus.pairs.local")), n[s])
             for s in SPLITS}

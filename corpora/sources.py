@@ -80,6 +80,12 @@ def _texts(rows: Iterator[dict], field: str, where: str) -> Iterator[dict]:
             yield {"text": text}
 
 
+def hub_source(spec, cfg: dict) -> tuple[str, str | None]:
+    """(path, config name) that ``datasets.load_dataset`` reads a hub set from: the hub's, or ``cfg["mirror"]``,
+    a local folder with the set's files in the hub's layout (a cluster without network, smoke mode)."""
+    return (cfg["mirror"], None) if cfg.get("mirror") else (spec.path, spec.name)
+
+
 def hf_documents(cfg: dict) -> dict[str, Iterator[dict]]:
     """Documents per split of a named HF corpus, limited by ``cfg['max_docs'][split]``."""
     if cfg["name"] not in HF_CORPORA:
@@ -87,7 +93,7 @@ def hf_documents(cfg: dict) -> dict[str, Iterator[dict]]:
     spec = HF_CORPORA[cfg["name"]]
     field = cfg.get("text_field", spec.text_field)
     limit = cfg["max_docs"]
-    path, name = (cfg["mirror"], None) if cfg.get("mirror") else (spec.path, spec.name)  # a local copy, hub layout
+    path, name = hub_source(spec, cfg)
     native = {s: _texts(_stream(path, name, hf_split), field, path) for s, hf_split in spec.splits.items()}
     out = carve(native, limit)
     return {s: islice(out[s], limit[s]) for s in SPLITS}
