@@ -80,8 +80,10 @@ class _Reproducer:
     """Reproduced value of any cell: a result metric, or the paper's formula applied per seed."""
 
     def __init__(self, specs: dict[str, TableSpec], results: dict[Metric, Reproduced], checks: list[Check],
-                 current: dict[str, list[str] | None] | None = None, nonfinite: dict[Metric, list[int]] | None = None):
+                 current: dict[str, list[str] | None] | None = None, nonfinite: dict[Metric, list[int]] | None = None,
+                 corpus: str | None = None):
         self.specs, self.results, self.current = specs, results, current or {}
+        self.corpus = corpus  # the profile's main corpus (its runs' corpus unless they name other data)
         self.measured = {(experiment, eval_name) for experiment, eval_name, _ in results}
         self.nonfinite = nonfinite or {}  # seeds whose metric diverged (NaN, inf)
         self.formulas: dict[Ref, list[Check]] = {}
@@ -104,8 +106,10 @@ class _Reproducer:
     def absent(self, ref: Ref) -> str:
         """Why a mapped cell has no value: this profile does not run it, runs it without measuring it (a metric
         that does not apply to the row), or ran it and its results are missing."""
+        admitted = self.corpus is None or self.specs[ref[0]].admits(ref[1], ref[2], (self.corpus,))
         run = [(experiment, result.eval) for result in self.result_refs(ref) for experiment in result.experiments
-               if experiment in self.current and (self.current[experiment] is None or result.eval in self.current[experiment])]
+               if admitted and experiment in self.current
+               and (self.current[experiment] is None or result.eval in self.current[experiment])]
         if not run:
             return NOT_RUN
         if any(pair in self.measured for pair in run):
@@ -123,7 +127,9 @@ class _Reproducer:
     def _compute(self, ref: Ref) -> tuple[bool, Reproduced | None]:
         result_ref = self.specs[ref[0]].result_ref(ref[1], ref[2])
         if result_ref:
-            found = next((self.results[metric] for metric in result_ref.metrics if metric in self.results), None)
+            spec = self.specs[ref[0]]
+            found = next((self.results[metric] for metric in result_ref.metrics if metric in self.results
+                          and spec.admits(ref[1], ref[2], self.results[metric].corpora)), None)
             scaled = found and {seed: value * result_ref.scale for seed, value in found.per_seed.items()}
             return True, Reproduced(scaled, found.experiments, found.corpora, found.caveats, found.orders) if scaled else None
         mapped = False
@@ -322,7 +328,7 @@ def build(results_root: Path, specs_root: Path = SPECS, reported_root: Path = RE
         by_target: dict[Ref, list[Finding]] = {}
         for finding in findings:
             by_target.setdefault(finding.check.target, []).append(finding)
-        reproducer = _Reproducer(paper_specs, results, structural, current, nonfinite)
+        reproducer = _Reproducer(paper_specs, results, structural, current, nonfinite, facts.get("corpus"))
         synthetic = facts["corpus"] in (None, SYNTHETIC)  # a hand-made folder without an index: as the default
         outcome.tables += [_table_view(_for_corpus(spec, synthetic), paper, by_target, reproducer, facts["scale"],
                                        synthetic, mechanisms) for spec in paper_specs.values()]

@@ -114,6 +114,13 @@ class TableSpec:
         """What the paper trained the cell's model on: the row's corpus, else the column's, else the table's."""
         return self.row_by_id[row].corpus or self.column_by_id[column].corpus or self.corpus
 
+    def admits(self, row: str, column: str, corpora) -> bool:
+        """Whether a run trained on ``corpora`` may fill the cell: a table that lists rows per corpus (NCM Table 8:
+        TinyStories, LM1B, OpenWebText) takes a run on one of its corpora in that corpus's rows only; a run on
+        any other corpus (the synthetic world, a local set) fills the rows that name it, as an analogue."""
+        own = set(corpora) & {axis.corpus for axis in self.rows if axis.corpus}
+        return not own or own == {self.paper_corpus(row, column)}
+
     def baseline_of(self, row: str) -> Axis | None:
         """The baseline row of ``row``'s group, if the group declares one."""
         group = self.row_by_id[row].group

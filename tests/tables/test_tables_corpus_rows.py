@@ -1,0 +1,47 @@
+"""A table with rows per corpus (NCM Table 8: TinyStories, LM1B, OpenWebText) takes a run on one of its
+corpora in that corpus's rows only; a run on another corpus (the synthetic world) fills the rows naming it."""
+import json
+
+from tables.build import NOT_RUN, build
+
+PROVENANCE = {"git_commit": "t", "config_hash": "t", "checkpoint_sha256": None, "versions": {}, "seed": 0, "wall_time_s": 0}
+SPEC = """rows:
+  - {id: ts_ncm, label: NCM, group: TinyStories, corpus: tinystories, result: {experiment: [ncm_s, ncm]}}
+  - {id: lm1b_ncm, label: NCM, group: LM1B, corpus: lm1b, result: {experiment: ncm}}
+columns:
+  - {id: ppl, label: Gen PPL, result: {eval: genppl, key: genppl/ppl}}
+"""
+LINES = ["t1,ts_ncm,ppl,15.4,1,perplexity,PPL,lower,pdf,", "t1,lm1b_ncm,ppl,93.1,1,perplexity,PPL,lower,pdf,"]
+WORLD = {"source": "synthetic", "seed": 0}
+LM1B = {"source": "hf", "hf": {"name": "lm1b"}}
+
+
+def write_run(runs, experiment, corpus, value, profile_corpus):
+    path = runs / experiment / "seed0" / "eval" / "genppl.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"schema_version": 1, "experiment": experiment, "seed": 0, "eval": "genppl",
+                                "metrics": {"genppl/ppl": value}, "config": {"corpus": corpus},
+                                "provenance": PROVENANCE}))
+    (runs / "index.json").write_text(json.dumps({"profile": {"corpus": profile_corpus, "scale": "paper"},
+                                                 "runs": {f"{experiment}/seed0": ["genppl"]}}))
+
+
+def cells(hand_paper, runs):
+    specs, reported = hand_paper(SPEC, LINES)
+    table = build(runs, specs, reported).tables[0]
+    return {row: table.cells[(row, "ppl")] for row in ("ts_ncm", "lm1b_ncm")}
+
+
+def test_a_run_on_one_of_the_tables_corpora_fills_that_corpus_rows_only(hand_paper, tmp_path):
+    write_run(tmp_path, "ncm", LM1B, 90.0, "lm1b")
+    got = cells(hand_paper, tmp_path)
+    assert got["lm1b_ncm"].reproduced.mean == 90.0 and not got["lm1b_ncm"].analogue.startswith("trained on lm1b, the")
+    assert got["ts_ncm"].reproduced is None
+    assert got["ts_ncm"].absent == NOT_RUN  # this profile does not run TinyStories, not "results missing"
+
+
+def test_a_run_on_another_corpus_fills_the_rows_naming_it_as_an_analogue(hand_paper, tmp_path):
+    write_run(tmp_path, "ncm_s", WORLD, 40.0, "synthetic world")
+    got = cells(hand_paper, tmp_path)
+    assert got["ts_ncm"].reproduced.mean == 40.0 and "synthetic world" in got["ts_ncm"].analogue
+    assert got["lm1b_ncm"].reproduced is None
