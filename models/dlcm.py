@@ -47,6 +47,13 @@ dynamic chunking (goombalab/hnet @ 3673fe12, digested in ``anchors/NCM_DLCM.md``
    nats but swap stays 0.002 and the test NLL is 0.3 nats worse (2.77 vs 2.47): the decoder then reads the
    path as a near-constant input (the concepts' values vary 8% of their norm), not their content; the
    default stays the paper's identity.
+   ``cross_positions``: Psi has no position term, so a token can tell its most recent concept from older
+   ones by content only (the count weighting below favours long segments, not recent ones). ``rotary``
+   (ours; unspecified in CN) applies RoPE to Q at the token's position and to each replicated key at its
+   copy's position (Eq. 17 puts the copies at token positions), so the scores can depend on how far back a
+   concept's segment lies. At the embedded shape and 600 steps it turns the unused path into a used one in 2
+   of 3 seeds (swap +0.022 / +0.066 / +0.002 nats; with ``zero_proj`` +0.24-0.26 at a 0.15-nat worse test
+   NLL); ``config/diagnostics.yaml`` has the rows. Off (null) by default.
 
 **Causality rule of the decoder's cross-attention.** Token t (in segment j(t), counted from 0) sees the
 concepts j < j(t), and a learned null concept (row 0 of the key/value sequence, so segment 0 attends to
@@ -170,6 +177,9 @@ class DLCMOptions:
     #                                       concepts (the reference)
     concept_weighting: Literal["count", "uniform"] = "count"  # count: what replication computes (module docstring) |
     #                                       uniform: Psi's plain cross-attention (decoder_attention: mask only)
+    cross_positions: Literal["rotary"] | None = off_switch()  # the cross-attention's positions: null (CN's Psi:
+    #                                       no position term) | rotary: RoPE on Q at the token's position and on
+    #                                       each replicated K at the position of its copy (ours; replication only)
     # --- compression loss (CN "Global Parser", Eq. 10; Table 4) ---
     target_ratio: float = 4.0             # R tokens per concept (Table 4; §8.2 text says 2, INCONSISTENCIES #3)
     aux_weight: float = 0.03              # lambda (§3.6; unreported, MISSING): H-Net PR #13's 0.03 (NCM_DLCM §4.4)
@@ -221,6 +231,9 @@ class DLCMOptions:
                              "holds at least one concept; use R <= seq_len (4, Table 4)")
         if self.aux_weight < 0:
             raise ValueError(f"model.aux_weight={self.aux_weight}: use lambda >= 0 (0 = no compression loss)")
+        if self.cross_positions == "rotary" and self.decoder_attention != "replicate":
+            raise ValueError("model.cross_positions='rotary' places a concept's keys at the positions of its copies, "
+                             "which only replication has; set model.decoder_attention: replicate")
         if self.concept_weighting == "uniform" and self.decoder_attention == "replicate":
             raise ValueError("model.concept_weighting='uniform' cannot be computed by replication (it weights a "
                              "concept by its copies); set model.decoder_attention: mask")
@@ -386,8 +399,9 @@ class ConceptCrossAttention(nn.Module):
     ``mask``: the explicit reference over the concept rows (module docstring)."""
 
     def __init__(self, d_model: int, d_concept: int, n_head: int, n_kv_head: int, bias: bool, dropout: float,
-                 eps: float, mode: str, weighting: str):
+                 eps: float, mode: str, weighting: str, rotary: Rotary | None = None):
         super().__init__()
+        self.rotary = rotary
         self.n_head, self.n_kv_head, self.head_dim = n_head, n_kv_head, d_model // n_head
         self.q = Linear(d_model, d_model, bias=bias)
         self.kv = Linear(d_concept, 2 * n_kv_head * self.head_dim, bias=bias)
@@ -404,7 +418,10 @@ class ConceptCrossAttention(nn.Module):
         dropout, gqa = self.dropout if self.training else 0.0, self.n_kv_head != self.n_head
         if self.mode == "replicate":  # position i holds row seg(i): the concept before its own segment
             index = seg[:, None, :, None].expand(b, self.n_kv_head, t, self.head_dim)
-            y = F.scaled_dot_product_attention(q, k.gather(2, index), v.gather(2, index), is_causal=True,
+            k = k.gather(2, index)
+            if self.rotary is not None:  # the query at its token position, each copy of a key at its own
+                q, k = self.rotary(q), self.rotary(k)
+            y = F.scaled_dot_product_attention(q, k, v.gather(2, index), is_causal=True,
                                                dropout_p=dropout, enable_gqa=gqa)
         else:
             counts = visible_counts(seg, z.shape[1]).to(q.dtype)
@@ -426,7 +443,9 @@ class CrossBlock(nn.Module):
         self.ln1 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias)
         self.attn = ConceptCrossAttention(cfg.d_model, cfg.concept_width, cfg.n_head, cfg.n_kv_head or cfg.n_head,
                                           cfg.bias, cfg.dropout, cfg.norm_eps, cfg.decoder_attention,
-                                          cfg.concept_weighting)
+                                          cfg.concept_weighting,
+                                          Rotary(cfg.d_model // cfg.n_head, 1.0, cfg.rotary_base, cfg.seq_len)
+                                          if cfg.cross_positions == "rotary" else None)
         self.ln2 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias)
         self.mlp = MLP(cfg.d_model, cfg.mlp_hidden or cfg.mlp_ratio * cfg.d_model, cfg.bias, cfg.activation)
         self.drop = nn.Dropout(cfg.dropout)

@@ -30,6 +30,8 @@ VARIANTS = {
                        "cross_layers": "every", "n_layer": 3, "decoder_layers": 2},
     "dlcm_gpt2-mask-uniform": {"decoder_attention": "mask", "concept_weighting": "uniform"},
     "dlcm_gpt2-window": {"token_window": 4},                           # the token blocks see 4 tokens back
+    "dlcm_gpt2-xrope": {"cross_positions": "rotary"},                  # RoPE in the cross-attention
+    "dlcm_llama-xrope": {"n_kv_head": 1, "cross_positions": "rotary"},  # ... with GQA
 }
 
 
@@ -124,6 +126,28 @@ def test_a_token_window_leaves_the_concepts_as_the_only_way_further_back(monkeyp
     assert model.token_mask(3, x.device) is None  # a sequence no longer than w: plain causal
     with pytest.raises(ValueError, match=rf"token_window={T}: use 1 <= w < model.seq_len={T} "):
         build("dlcm_gpt2", token_window=T)  # the whole window: no diagnostic, refused
+
+
+def test_rotary_cross_positions_need_replication_and_make_recency_visible():
+    """cross_positions: rotary places each replicated key at its copy's token position, so the scores of a
+    query depend on how far back each copy is; the explicit-mask reference has no such position: refused."""
+    with pytest.raises(ValueError, match="cross_positions='rotary' places a concept's keys at the positions of "
+                                         "its copies, which only replication has; set model.decoder_attention: replicate"):
+        build("dlcm_gpt2", decoder_attention="mask", cross_positions="rotary")
+    attn = build("dlcm_gpt2-xrope").cross_blocks[0].attn
+    x, z = torch.randn(1, 6, 16), torch.randn(1, 3, 32)
+    seg = torch.tensor([[0, 0, 1, 1, 2, 2]])
+    h, d = attn.n_head, attn.head_dim
+    q = attn.rotary(attn.q_norm(attn.q(x).view(1, 6, h, d)).transpose(1, 2))
+    k, v = attn.kv(z).view(1, 3, 2, h, d).unbind(2)
+    k, v = attn.k_norm(k)[:, seg[0]].transpose(1, 2), v[:, seg[0]].transpose(1, 2)  # copies at token positions
+    scores = (q @ attn.rotary(k).transpose(-1, -2)) / math.sqrt(d)
+    scores = scores.masked_fill(~torch.ones(6, 6, dtype=torch.bool).tril(), float("-inf"))
+    expected = attn.proj((scores.softmax(-1) @ v).transpose(1, 2).reshape(1, 6, 16))
+    torch.testing.assert_close(attn(x, z, seg), expected)
+    plain = build("dlcm_gpt2").cross_blocks[0].attn
+    plain.load_state_dict(attn.state_dict())
+    assert not torch.allclose(attn(x, z, seg), plain(x, z, seg))  # the positions change the scores
 
 
 def test_visibility_rule_on_random_segmentations():
