@@ -70,7 +70,7 @@ def test_fillers_run_in_small_and_diagnostics_in_their_opt_in_profile():
     assert set(diagnostics) - set(embedded) == {"base_gpt2_s_tied", "conceptlm_gpt2_s_tied", "conceptlm_gpt2_s_add",
                                                 "contextlm_gpt2_s", "contextlm_gpt2_s_add", "conceptlm_gpt2_s_normonly",
                                                 "mtp_pythia_s_mean", "dlcm_s_window8", "dlcm_s_window1",
-                                                "dlcm_s_xrope", "dlcm_s_xrope_zp"}
+                                                "dlcm_s_xrope", "dlcm_s_xrope_zp", "dlcm_s_1200", "dlcm_s_xrope_1200"}
     # (ContextLM: the base of its fusion diagnostic)
     assert [diagnostics[f"dlcm_s_window{w}"]["model"]["token_window"] for w in (8, 1)] == [8, 1]
     xrope, forced = diagnostics["dlcm_s_xrope"]["model"], diagnostics["dlcm_s_xrope_zp"]["model"]
