@@ -106,9 +106,10 @@ class _Reproducer:
     def absent(self, ref: Ref) -> str:
         """Why a mapped cell has no value: this profile does not run it, runs it without measuring it (a metric
         that does not apply to the row), or ran it and its results are missing."""
-        admitted = self.corpus is None or self.specs[ref[0]].admits(ref[1], ref[2], (self.corpus,))
+        spec = self.specs[ref[0]]
         run = [(experiment, result.eval) for result in self.result_refs(ref) for experiment in result.experiments
-               if admitted and experiment in self.current
+               if (self.corpus is None or spec.admits(ref[1], ref[2], (self.corpus,), experiment))
+               and experiment in self.current
                and (self.current[experiment] is None or result.eval in self.current[experiment])]
         if not run:
             return NOT_RUN
@@ -129,7 +130,7 @@ class _Reproducer:
         if result_ref:
             spec = self.specs[ref[0]]
             found = next((self.results[metric] for metric in result_ref.metrics if metric in self.results
-                          and spec.admits(ref[1], ref[2], self.results[metric].corpora)), None)
+                          and spec.admits(ref[1], ref[2], self.results[metric].corpora, metric[0])), None)
             scaled = found and {seed: value * result_ref.scale for seed, value in found.per_seed.items()}
             return True, Reproduced(scaled, found.experiments, found.corpora, found.caveats, found.orders) if scaled else None
         mapped = False

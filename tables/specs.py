@@ -41,6 +41,11 @@ class Axis:
 NO_CORPUS = "none"  # a quantity that depends on no corpus (kernel timings)
 
 
+def _listed(experiments) -> tuple[str, ...]:
+    """The experiment ids of a result reference: one id or a list of them."""
+    return (experiments,) if isinstance(experiments, str) else tuple(experiments or ())
+
+
 @dataclass(frozen=True)
 class CellCheck:
     """A formula attached to one cell, for arithmetic that is neither a row nor a column rule."""
@@ -114,12 +119,15 @@ class TableSpec:
         """What the paper trained the cell's model on: the row's corpus, else the column's, else the table's."""
         return self.row_by_id[row].corpus or self.column_by_id[column].corpus or self.corpus
 
-    def admits(self, row: str, column: str, corpora) -> bool:
-        """Whether a run trained on ``corpora`` may fill the cell: a table that lists rows per corpus (NCM Table 8:
-        TinyStories, LM1B, OpenWebText) takes a run on one of its corpora in that corpus's rows only; a run on
-        any other corpus (the synthetic world, a local set) fills the rows that name it, as an analogue."""
+    def admits(self, row: str, column: str, corpora, experiment: str) -> bool:
+        """Whether ``experiment``, trained on ``corpora``, may fill the cell. A table with rows per corpus (NCM
+        Table 8: TinyStories, LM1B, OpenWebText) keeps a run on one of its corpora to that corpus's rows when a
+        row of that corpus lists the run; otherwise (no row of its own, or another corpus altogether: the
+        synthetic world, a local set) the run fills the rows that list it, as an analogue."""
         own = set(corpora) & {axis.corpus for axis in self.rows if axis.corpus}
-        return not own or own == {self.paper_corpus(row, column)}
+        if not own or own == {self.paper_corpus(row, column)}:
+            return True
+        return not any(axis.corpus in own and experiment in _listed(axis.result.get("experiment")) for axis in self.rows)
 
     def baseline_of(self, row: str) -> Axis | None:
         """The baseline row of ``row``'s group, if the group declares one."""
@@ -132,9 +140,7 @@ class TableSpec:
         if not {"experiment", "eval", "key"} <= merged.keys():
             return None
         key = merged["key"].replace("{row}", row).replace("{column}", column)
-        experiments = merged["experiment"]
-        experiments = (experiments,) if isinstance(experiments, str) else tuple(experiments)
-        return ResultRef(experiments, merged["eval"], key, merged.get("scale", 1.0))
+        return ResultRef(_listed(merged["experiment"]), merged["eval"], key, merged.get("scale", 1.0))
 
 
 def _index(axes: list[Axis], path: Path, field_name: str) -> dict[str, Axis]:

@@ -45,3 +45,12 @@ def test_a_run_on_another_corpus_fills_the_rows_naming_it_as_an_analogue(hand_pa
     got = cells(hand_paper, tmp_path)
     assert got["ts_ncm"].reproduced.mean == 40.0 and "synthetic world" in got["ts_ncm"].analogue
     assert got["lm1b_ncm"].reproduced is None
+
+
+def test_a_run_on_a_tables_corpus_with_no_row_of_its_own_fills_the_rows_naming_it(hand_paper, tmp_path):
+    """A local corpus named like one of the table's corpora, running the embedded ids: no row of its corpus
+    lists ncm_s, so it fills the TinyStories row as an analogue, as any other corpus would."""
+    write_run(tmp_path, "ncm_s", {"source": "local", "local": {"train": "x.txt", "name": "lm1b"}}, 50.0, "lm1b")
+    got = cells(hand_paper, tmp_path)
+    assert got["ts_ncm"].reproduced.mean == 50.0 and "trained on lm1b" in got["ts_ncm"].analogue
+    assert got["lm1b_ncm"].reproduced is None and got["lm1b_ncm"].absent == NOT_RUN
