@@ -126,9 +126,9 @@ class _Reproducer:
                 for found in self.result_refs(input_ref, depth - 1)]
 
     def _compute(self, ref: Ref) -> tuple[bool, Reproduced | None]:
-        result_ref = self.specs[ref[0]].result_ref(ref[1], ref[2])
+        spec = self.specs[ref[0]]
+        result_ref = spec.result_ref(ref[1], ref[2])
         if result_ref:
-            spec = self.specs[ref[0]]
             found = next((self.results[metric] for metric in result_ref.metrics if metric in self.results
                           and spec.admits(ref[1], ref[2], self.results[metric].corpora, metric[0])), None)
             scaled = found and {seed: value * result_ref.scale for seed, value in found.per_seed.items()}

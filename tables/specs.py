@@ -96,6 +96,10 @@ class TableSpec:
 
     def __post_init__(self):
         self.row_by_id = _index(self.rows, self.path, "rows")
+        self.listed_by_corpus: dict[str, set[str]] = {}  # a corpus of the rows -> the experiments its rows list
+        for axis in self.rows:
+            if axis.corpus:
+                self.listed_by_corpus.setdefault(axis.corpus, set()).update(_listed(axis.result.get("experiment")))
         self.column_by_id = _index(self.columns, self.path, "columns")
         for check in self.checks:
             if check.row not in self.row_by_id or check.column not in self.column_by_id:
@@ -124,10 +128,10 @@ class TableSpec:
         Table 8: TinyStories, LM1B, OpenWebText) keeps a run on one of its corpora to that corpus's rows when a
         row of that corpus lists the run; otherwise (no row of its own, or another corpus altogether: the
         synthetic world, a local set) the run fills the rows that list it, as an analogue."""
-        own = set(corpora) & {axis.corpus for axis in self.rows if axis.corpus}
+        own = set(corpora) & self.listed_by_corpus.keys()
         if not own or own == {self.paper_corpus(row, column)}:
             return True
-        return not any(axis.corpus in own and experiment in _listed(axis.result.get("experiment")) for axis in self.rows)
+        return not any(experiment in self.listed_by_corpus[corpus] for corpus in own)
 
     def baseline_of(self, row: str) -> Axis | None:
         """The baseline row of ``row``'s group, if the group declares one."""
