@@ -4,7 +4,11 @@ Each claim of ``reported/<paper>/claims.yaml`` carries a formula over the paper'
 says what the claim asserts, and the same formula is evaluated on our reproduced cells:
 
 - an **ordering** claim is a comparison (``a < b``; ``a >= max(b, c)`` reads as a >= b and a >= c;
-  parts joined by ``and``), or a printed difference (``a - b`` printed 0.7: a above b).  Each part's
+  parts joined by ``and``), or a printed difference (``a - b`` printed 0.7: a above b).  A **tie**
+  (``a == b``, NCM's "NCM + MBR ties the AR model") is a part with no sign: a significant difference
+  contradicts it; otherwise it is inconclusive with the MDE -- no paper prints the margin an equivalence
+  test would need, so a tie is never reproduced.  Two cells one run fills alike (the paper's default row
+  printed in several tables) are equal by construction here: fixed by the design, not judged.  Each part's
   difference is tested by the rule of ``tables/stats.py`` (paired on matched seeds and data order, Welch
   otherwise) and the parts of one claim form one Holm-Bonferroni family;
 - a cell we do not have whose column names an ``order_proxy`` (the paper's Avg PPL) is read through
@@ -45,7 +49,8 @@ REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_EXERCISED, OUT_OF_RANGE, NOT_RUN, NO
     "value shown, not judged", "fixed by the design")
 RESULTS_MISSING = "results missing (re-run snakemake)"  # this profile runs it and has no result: a record's verdict
 VERDICTS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_EXERCISED, OUT_OF_RANGE, RESULTS_MISSING, NOT_RUN, NOT_JUDGED)
-_SIGNS = {ast.Gt: 1, ast.GtE: 1, ast.Lt: -1, ast.LtE: -1}
+_SIGNS = {ast.Gt: 1, ast.GtE: 1, ast.Lt: -1, ast.LtE: -1, ast.Eq: 0}  # 0: a tie
+CLAIMED = {1: "above", -1: "below", 0: "equal"}
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,7 @@ class Side:
 
 @dataclass(frozen=True)
 class Part:
-    """left - right, claimed positive (sign +1) or negative (sign -1)."""
+    """left - right, claimed positive (sign +1), negative (sign -1) or zero (sign 0, a tie)."""
 
     left: Side
     right: Side
@@ -96,7 +101,7 @@ class Part:
     def outcome(self) -> str:
         if self.missing:
             return NOT_RUN
-        if self.left.fixed or self.right.fixed:
+        if self.left.fixed or self.right.fixed or self.one_run:
             return FIXED
         if self.flags:
             return OUT_OF_RANGE
@@ -107,18 +112,32 @@ class Part:
         return REPRODUCED if self.d * self.sign > 0 else CONTRADICTED
 
     @property
+    def one_run(self) -> bool:
+        """A tie whose two cells one run fills with the same numbers: equal by construction, not a finding."""
+        return (self.sign == 0 and bool(self.left.experiments) and self.left.experiments == self.right.experiments
+                and self.left.ours is not None and self.right.ours is not None
+                and self.left.ours.per_seed == self.right.ours.per_seed)
+
+    @property
     def flags(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(self.left.flags + self.right.flags))
 
     @property
     def reason(self) -> str:
         outcome = self.outcome
+        if outcome == FIXED and self.one_run:
+            return "one run fills both cells: equal by construction"
         if outcome == FIXED:
             return f"{', '.join(dict.fromkeys(self.left.fixed + self.right.fixed))}: fixed by the design"
         if outcome == OUT_OF_RANGE:
             return "; ".join(self.flags)
         if outcome == NOT_EXERCISED:
             return self.idle
+        if outcome == INCONCLUSIVE and self.sign == 0 and self.test is not None:
+            return (inconclusive_reason(self.test, self.p_adjusted, self.family)
+                    + "; a tie: no equivalence margin is printed, so it can be contradicted, not reproduced")
+        if outcome == CONTRADICTED and self.sign == 0:
+            return "a tie, and the difference is significant"
         return inconclusive_reason(self.test, self.p_adjusted, self.family) if outcome == INCONCLUSIVE else ""
 
 
@@ -198,7 +217,8 @@ class ClaimVerdict:
     def paper_against(self) -> str:
         """The parts the paper's own printed cells order against the claim (the claim fails in its own table)."""
         against = [k + 1 for k, part in enumerate(self.parts)
-                   if part.paper_effect is not None and part.paper_effect * part.sign < 0]
+                   if part.paper_effect is not None and (part.paper_effect * part.sign < 0
+                                                         or part.sign == 0 and part.paper_effect != 0)]
         return (f"the paper's own cells go against part{'s' * (len(against) > 1)} {', '.join(map(str, against))} "
                 f"of {len(self.parts)}") if against else ""
 
@@ -216,7 +236,7 @@ class ClaimVerdict:
             if verdict == OUT_OF_RANGE:
                 return "; ".join(self.value.flags)
             if verdict == NOT_JUDGED and self.printed is None:
-                return "a comparison of a form the rule does not split into ordered parts (==, or, a chain)"
+                return "a comparison of a form the rule does not split into parts (or, !=)"
             if verdict == NOT_JUDGED:
                 return f"the paper's {self.printed:g} against ours {self.value.ours.mean:.4g} at reduced scale"
             return self.idle if verdict == NOT_EXERCISED else ""
@@ -234,9 +254,9 @@ def _split(node: ast.AST, printed: float | None) -> list[tuple[ast.AST, ast.AST,
         return [(chain[k], chain[k + 1], _SIGNS[type(op)]) for k, op in enumerate(node.ops)]
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _SIGNS:
         left, right, sign = node.left, node.comparators[0], _SIGNS[type(node.ops[0])]
-        if _is_call(right, "max" if sign > 0 else "min"):  # a >= max(b, c): a >= b and a >= c
+        if sign and _is_call(right, "max" if sign > 0 else "min"):  # a >= max(b, c): a >= b and a >= c
             return [(left, arg, sign) for arg in right.args]
-        if _is_call(left, "min" if sign > 0 else "max"):   # min(a, b) > c: a > c and b > c
+        if sign and _is_call(left, "min" if sign > 0 else "max"):   # min(a, b) > c: a > c and b > c
             return [(arg, right, sign) for arg in left.args]
         return [(left, right, sign)]
     if (printed is not None and printed != 0 and isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub)
@@ -384,7 +404,7 @@ def _number(value: float | None) -> float | None:
 def part_record(part: Part) -> dict:
     """A part as data: what the paper says (its effect), ours with a 95 % interval, the test."""
     low, high = part.test.interval() if part.test else (None, None)
-    return {"left": part.left.text, "right": part.right.text, "claimed": "above" if part.sign > 0 else "below",
+    return {"left": part.left.text, "right": part.right.text, "claimed": CLAIMED[part.sign],
             "paper_effect": _number(part.paper_effect), "d": _number(part.d), "ci_low": _number(low),
             "ci_high": _number(high), "test": part.test.kind if part.test else "",
             "p_adjusted": _number(part.p_adjusted), "mde": _number(part.mde), "family": part.family,

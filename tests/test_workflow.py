@@ -156,6 +156,21 @@ def test_results_of_another_config_are_refused_when_snakemake_lost_its_metadata(
 
 
 @pytest.mark.slow
+def test_a_seed_added_after_snakemake_lost_its_metadata_reaches_the_tables(workdir, tmp_path):
+    """A results folder copied elsewhere (its .snakemake left behind), then a seed added to the profile: the
+    runs index the tables read is rewritten from the edited profile, so the new seed's results are shown."""
+    copy = tmp_path / "copy"
+    shutil.copytree(workdir, copy, ignore=shutil.ignore_patterns(".snakemake"))
+    config = micro_profile()
+    config["experiments"][0]["seeds"] = [0, 1]
+    (copy / "micro.yaml").write_text(yaml.safe_dump(config))
+    run = snakemake(copy, "--cores", "2", "results/micro/tables/index.json")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "rule runs_index" in run.stdout + run.stderr and "rule tables" in run.stdout + run.stderr
+    assert "base_s/seed1" in json.loads((copy / "results/micro/runs/index.json").read_text())["runs"]  # what the tables read
+
+
+@pytest.mark.slow
 def test_changing_eval_settings_reruns_only_the_harness(workdir):
     """eval.batch_size (lm-eval's batch) is outside every run's config: editing it re-trains nothing (the
     edited profile file re-indexes the profiles)."""
@@ -163,7 +178,7 @@ def test_changing_eval_settings_reruns_only_the_harness(workdir):
     config["defaults"]["eval"]["batch_size"] = 5
     _, jobs = dry_run(workdir, config)
     rules = {line.split()[1].rstrip(":") for line in jobs.splitlines() if line.startswith("rule ")}
-    assert rules == {"evaluate_harness", "profiles_index", "tables", "report", "all"}, rules
+    assert rules == {"evaluate_harness", "runs_index", "profiles_index", "tables", "report", "all"}, rules
 
 
 # the one lint accepted: the rules declare no conda environment or container, they run the venv (README)

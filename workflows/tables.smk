@@ -2,7 +2,17 @@
 # of the profile's runs (runs/index.json): a run dropped from the profile is never read again.
 
 
+# Every profile of config/ and this one: the tables name the profile that fills what this one leaves out.
+PROFILE_FILES = sorted({*map(str, Path(workflow.basedir, "config").glob("*.yaml")), str(Path(SOURCE).resolve())})
+TABLE_PAPERS = sorted(path.name for path in Path(workflow.basedir, "tables", "specs").iterdir() if path.is_dir())
+
+
+# The profile files are its inputs, not only its params: an edited profile rewrites the index even where
+# Snakemake has no record of the params (a results folder copied elsewhere, .snakemake deleted), so a seed or
+# an evaluation added to the profile reaches the tables.
 rule runs_index:
+    input:
+        PROFILE_FILES,
     output:
         f"{RUNS}/index.json",
     params:
@@ -12,11 +22,6 @@ rule runs_index:
     localrule: True
     shell:
         WRITE_JSON
-
-
-# Every profile of config/ and this one: the tables name the profile that fills what this one leaves out.
-PROFILE_FILES = sorted({*map(str, Path(workflow.basedir, "config").glob("*.yaml")), str(Path(SOURCE).resolve())})
-TABLE_PAPERS = sorted(path.name for path in Path(workflow.basedir, "tables", "specs").iterdir() if path.is_dir())
 
 
 rule profiles_index:

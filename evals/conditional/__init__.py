@@ -23,7 +23,7 @@ Eval names (``parse_eval``): ``cond`` (settings' temperature, default 0 = argmax
 the reference target, the generator completes the rest; j = K scores the tokenizer's own reconstruction,
 so the list from ``cond`` to ``cond_k<K>`` shows whether the coarse or the fine scales lose the score),
 ``cond_mbr<n>`` (n candidates per source at ``mbr_temperature``, the MBR choice scored; NFE = n x one
-sample's, as the paper counts), ``cond_cfg<w>`` (NCM classifier-free guidance at scale w; 2 calls per
+sample's, as the paper counts; ``cond_mbr1`` is one such candidate, what MBR chooses among), ``cond_cfg<w>`` (NCM classifier-free guidance at scale w; 2 calls per
 scale), combinable (``cond_mbr16_cfg1.5``). NFE is the number of network calls per generated target
 (one batch's calls; a batch is generated together), wall time covers every generation call.
 """
@@ -197,7 +197,7 @@ def evaluate_conditional(final_dir: Path, tokenizer_path: Path, tokens_dir: Path
         with torch.no_grad():
             given = [c.cpu() for c in model.tokenizer.encode(targets.to(next(model.parameters()).device))[:variant["scales"]]]
     n_cand = variant.get("mbr", 1)
-    temperature = settings["mbr_temperature"] if n_cand > 1 else settings["temperature"]
+    temperature = settings["mbr_temperature"] if "mbr" in variant else settings["temperature"]
     utility = settings["mbr_utility"] or DEFAULT_UTILITY[task]
     device = next(model.parameters()).device
     generator = torch.Generator(device).manual_seed(settings["seed"])

@@ -75,13 +75,15 @@ def trained_pair_run(tiny_pairs, tmp_path_factory):
     return run_dir
 
 
-@pytest.mark.parametrize("name", ["cond", "cond_mbr3"])
+@pytest.mark.parametrize("name", ["cond", "cond_mbr3", "cond_mbr1"])
 def test_a_paired_run_is_evaluated_end_to_end(tiny_pairs, trained_pair_run, tmp_path, name):
     out = tmp_path / f"{name}.json"
     settings = {"examples": 7, "batch_size": 3}
     r = evaluate_conditional(trained_pair_run / "final", tiny_pairs["tokenizer"], tiny_pairs["tokens"], out, settings, name)
     m = r["metrics"]
     n_cand = 3 if name == "cond_mbr3" else 1
+    # MBR's candidates, one of them too (cond_mbr1), are drawn at mbr_temperature; cond decodes at temperature
+    assert r["details"]["temperature"] == (1.0 if "mbr" in name else 0.0)
     assert m["samples/n"] == 7 and m["samples/candidates"] == n_cand
     assert 1 <= m["samples/calls_per_sample"] <= 10 and m["samples/nfe"] == n_cand * m["samples/calls_per_sample"]
     assert 0 <= m["test/bleu"] <= 100 and 0 <= m["test/rougeL"] <= 1 and m["samples/time_s"] > 0

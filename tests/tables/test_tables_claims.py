@@ -383,3 +383,37 @@ def test_results_from_other_weights_data_or_upstream_are_refused(tmp_path):
                                          r"\(upstream differ\)") as error:
         build(runs, expected=expected)
     assert "\n" not in str(error.value)
+
+
+TIES = """
+- id: tie_differs
+  where: "S"
+  text: "PM ties Base at S"
+  formula: "cell('t1', 'pm_s', 'ppl') == cell('t1', 'base_s', 'ppl')"
+  source: pdf
+- id: tie_unresolved
+  where: "XS"
+  text: "ConceptLM ties Base at XS"
+  formula: "cell('t1', 'concept_xs', 'ppl') == cell('t1', 'base_xs', 'ppl')"
+  source: pdf
+- id: tie_same_numbers
+  where: "S"
+  text: "the same run prints the same number"
+  formula: "cell('t1', 'base_s', 'ppl') == cell('t1', 'base_s', 'ppl')"
+  source: pdf
+"""
+
+
+def test_a_tie_is_contradicted_by_a_significant_difference_never_reproduced_and_one_run_is_no_finding(hand_paper, tmp_path):
+    specs, reported, runs = hand_case(hand_paper, tmp_path, TIES)
+    claims = {claim.id: claim for claim in build(runs, specs, reported).claims}
+    differs, unresolved, same = claims["tie_differs"], claims["tie_unresolved"], claims["tie_same_numbers"]
+    assert differs.kind == "ordering" and differs.parts[0].sign == 0
+    assert differs.verdict == "contradicted" and differs.parts[0].d == pytest.approx(2.0)  # ours: PM 2 above Base
+    assert differs.reason == "a tie, and the difference is significant"
+    assert unresolved.verdict == "inconclusive" and "could see |d| ≥" in unresolved.reason
+    assert "can be contradicted, not reproduced" in unresolved.reason
+    assert same.verdict == "value shown, not judged"  # one run fills both cells: equal by construction
+    assert same.parts[0].outcome == "fixed by the design" and same.parts[0].reason.startswith("one run fills both")
+    from tables.claims import part_record
+    assert part_record(differs.parts[0])["claimed"] == "equal"
