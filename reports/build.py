@@ -48,7 +48,7 @@ READING = [
 
 CLAIMS_RULE = ("Claims: each written claim of a paper whose cells we run is judged on our runs: reproduced (every part "
                "significant at 95 % with the paper's sign, Holm across the claim's parts), contradicted (a part "
-               "significant with the opposite sign), inconclusive (with the smallest difference the design could see), "
+               "significant with the opposite sign; a claimed tie, a == b, by any significant difference), inconclusive (with the smallest difference the design could see), "
                "mechanism not exercised (an arm's concept mechanism failed its check), or not run here; a value at "
                "reduced scale is shown, not judged.")
 

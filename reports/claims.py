@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 from tables.claims import HEADER, NOT_RUN, claim_rows
+from tables.numbers import format_float
 
 from .document import Block, Paragraph, Table
 from .plotting import png, pyplot
@@ -53,9 +54,14 @@ def forest(paper: str, records: list[dict]) -> tuple[bytes | None, str]:
     """Each tested part of an ordering claim: ours (d and its 95 % interval) divided by |the paper's effect|,
     beside the paper's own effect at ±1; None when no part was tested."""
     rows = [(record, part) for record in records if record["kind"] == "ordering"
-            for part in record["parts"] if part["test"] and part["paper_effect"]]
+            for part in record["parts"] if part["test"] and part["paper_effect"] and part["claimed"] != "equal"]
+    ties = [f"{record['id']}: {part['left']} − {part['right']} = {format_float(part['d'])} "
+            f"[{format_float(part['ci_low'])}, {format_float(part['ci_high'])}], {part['outcome']}"
+            for record in records if record["kind"] == "ordering"
+            for part in record["parts"] if part["test"] and part["claimed"] == "equal"]
+    tied = (f" Ties (the paper's effect is 0, so they have no place on its scale): {'; '.join(ties)}." if ties else "")
     if not rows:
-        return None, f"{paper}: no claim part was tested on our runs, so there is nothing to plot."
+        return None, f"{paper}: no ordering part was tested on our runs, so there is nothing to plot.{tied}"
     plt = pyplot()
     figure, axes = plt.subplots(figsize=(8.0, 1.4 + 0.4 * len(rows)))
     for y, (record, part) in enumerate(reversed(rows)):
@@ -81,4 +87,4 @@ def forest(paper: str, records: list[dict]) -> tuple[bytes | None, str]:
     return png(figure), (f"{paper}: each tested part of a claim, ours with its 95 % interval (green: reproduced, "
                          "red: contradicted, grey: inconclusive), scaled by the paper's own effect: read the sign and "
                          "whether the interval excludes 0; at reduced scale or through a proxy the size is not the "
-                         f"paper's quantity. Parts: {parts}.")
+                         f"paper's quantity. Parts: {parts}.{tied}")

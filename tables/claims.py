@@ -20,7 +20,7 @@ says what the claim asserts, and the same formula is evaluated on our reproduced
   quantity).
 
 A claim is *reproduced* when every part run here is significant with the paper's sign, *contradicted*
-when a part is significant with the opposite sign, *mechanism not exercised* when a part involves an
+when a part is significant with the opposite sign (a tie: significant at all), *mechanism not exercised* when a part involves an
 arm whose concept mechanism failed its check (``tables/mechanisms.py``), *inconclusive* otherwise (with
 the smallest difference the design could see beside the paper's effect), and *not run here* when no
 run of this profile fills its cells.  Claims that cite no cell (the paper's own arithmetic on
@@ -113,10 +113,7 @@ class Part:
 
     @property
     def one_run(self) -> bool:
-        """A tie whose two cells one run fills with the same numbers: equal by construction, not a finding."""
-        return (self.sign == 0 and bool(self.left.experiments) and self.left.experiments == self.right.experiments
-                and self.left.ours is not None and self.right.ours is not None
-                and self.left.ours.per_seed == self.right.ours.per_seed)
+        return self.sign == 0 and _one_run(self.left, self.right)
 
     @property
     def flags(self) -> tuple[str, ...]:
@@ -217,8 +214,9 @@ class ClaimVerdict:
     def paper_against(self) -> str:
         """The parts the paper's own printed cells order against the claim (the claim fails in its own table)."""
         against = [k + 1 for k, part in enumerate(self.parts)
-                   if part.paper_effect is not None and (part.paper_effect * part.sign < 0
-                                                         or part.sign == 0 and part.paper_effect != 0)]
+                   if part.paper_effect is not None and (part.paper_effect * part.sign < 0 or part.sign == 0
+                                                         and not math.isclose(part.left.paper, part.right.paper,
+                                                                              rel_tol=1e-9, abs_tol=1e-12))]
         return (f"the paper's own cells go against part{'s' * (len(against) > 1)} {', '.join(map(str, against))} "
                 f"of {len(self.parts)}") if against else ""
 
@@ -240,7 +238,8 @@ class ClaimVerdict:
             if verdict == NOT_JUDGED:
                 return f"the paper's {self.printed:g} against ours {self.value.ours.mean:.4g} at reduced scale"
             return self.idle if verdict == NOT_EXERCISED else ""
-        chosen = [part.reason for part in self.parts if part.outcome == verdict and part.reason]
+        decisive = FIXED if verdict == NOT_JUDGED else verdict  # every part fixed: their reasons
+        chosen = [part.reason for part in self.parts if part.outcome == decisive and part.reason]
         return "; ".join(dict.fromkeys(atom for reason in chosen for atom in reason.split("; ")))  # each said once
 
 
@@ -259,9 +258,9 @@ def _split(node: ast.AST, printed: float | None) -> list[tuple[ast.AST, ast.AST,
         if sign and _is_call(left, "min" if sign > 0 else "max"):   # min(a, b) > c: a > c and b > c
             return [(arg, right, sign) for arg in left.args]
         return [(left, right, sign)]
-    if (printed is not None and printed != 0 and isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub)
-            and _cites(node.left) and _cites(node.right)):  # a difference of cells; 100 - x is a value
-        return [(node.left, node.right, 1 if printed > 0 else -1)]
+    if (printed is not None and isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub)
+            and _cites(node.left) and _cites(node.right)):  # a difference of cells (printed 0: a tie); 100 - x is a value
+        return [(node.left, node.right, (printed > 0) - (printed < 0))]
     return None
 
 
@@ -276,6 +275,15 @@ def _test(left: Side, right: Side) -> Test | None:
     values = ours.ours.values() or {}
     against = {seed: fixed.ours.mean for seed in values}
     return compare(values, against, same_order=True) if ours is left else compare(against, values, same_order=True)
+
+
+def _one_run(left: Side, right: Side) -> bool:
+    """Two sides one run fills with the same numbers (to float rounding): a tie of them is equal by
+    construction, not a finding, and is neither tested nor counted in the claim's Holm family."""
+    if not left.experiments or left.experiments != right.experiments or left.ours is None or right.ours is None:
+        return False
+    a, b = left.ours.per_seed or {}, right.ours.per_seed or {}
+    return bool(a) and a.keys() == b.keys() and all(math.isclose(a[k], b[k], rel_tol=1e-9, abs_tol=1e-12) for k in a)
 
 
 def _cites(node: ast.AST) -> bool:
@@ -367,7 +375,8 @@ class ClaimJudge:
         for left_node, right_node, sign in split:
             left, right = self.sides(left_node, right_node)
             idle = "" if left.fixed or right.fixed else self._idle([left, right])
-            judged = left.ours and right.ours and not idle and not (left.fixed or right.fixed)
+            judged = (left.ours and right.ours and not idle and not (left.fixed or right.fixed)
+                      and not (sign == 0 and _one_run(left, right)))
             drafts.append((left, right, sign, _test(left, right) if judged else None, idle))
         tested = [k for k, draft in enumerate(drafts) if draft[3] is not None]
         adjusted = dict(zip(tested, holm([drafts[k][3].p for k in tested])))
@@ -489,6 +498,7 @@ def claims_markdown(paper: str, records: list[dict]) -> str:
 
 
 RULE_TEXT = ("Each claim's formula is evaluated on our cells (docs/verdicts.md): orderings by a 95 % t-test "
-             "(paired on matched seeds and data order, Welch otherwise) with Holm across the claim's parts; "
+             "(paired on matched seeds and data order, Welch otherwise) with Holm across the claim's parts, a tie "
+             "(a == b) contradicted by a significant difference and never reproduced; "
              "values by a 95 % interval, judged at the paper's scale only. Brackets: 95 % intervals of our "
              "difference; the paper's effect is its own printed difference.")

@@ -81,8 +81,8 @@ def _t(q: float, df: float) -> float:
 
 
 def _p(d: float, se: float, df: float) -> float:
-    if se == 0:
-        return 1.0 if d == 0 else 0.0   # no spread: a difference either is there or is not
+    if se == 0:  # no spread: a difference either is there or is not (float rounding is not one)
+        return 1.0 if math.isclose(d, 0.0, abs_tol=1e-12) else 0.0
     return float(2 * stats.t.sf(abs(d / se), df))
 
 

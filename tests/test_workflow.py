@@ -157,8 +157,9 @@ def test_results_of_another_config_are_refused_when_snakemake_lost_its_metadata(
 
 @pytest.mark.slow
 def test_a_seed_added_after_snakemake_lost_its_metadata_reaches_the_tables(workdir, tmp_path):
-    """A results folder copied elsewhere (its .snakemake left behind), then a seed added to the profile: the
-    runs index the tables read is rewritten from the edited profile, so the new seed's results are shown."""
+    """A results folder copied elsewhere (its .snakemake left behind), then a seed added to the profile -- once
+    in the profile file, once in the file it extends (outside config/): the runs index the tables read is
+    rewritten each time, so the new seed's results are shown."""
     copy = tmp_path / "copy"
     shutil.copytree(workdir, copy, ignore=shutil.ignore_patterns(".snakemake"))
     config = micro_profile()
@@ -168,6 +169,15 @@ def test_a_seed_added_after_snakemake_lost_its_metadata_reaches_the_tables(workd
     assert run.returncode == 0, run.stderr[-3000:]
     assert "rule runs_index" in run.stdout + run.stderr and "rule tables" in run.stdout + run.stderr
     assert "base_s/seed1" in json.loads((copy / "results/micro/runs/index.json").read_text())["runs"]  # what the tables read
+    (copy / "parent.yaml").write_text(yaml.safe_dump(config))
+    (copy / "micro.yaml").write_text(yaml.safe_dump({"extends": "parent.yaml", "profile": "micro"}))
+    assert snakemake(copy, "--cores", "2", "results/micro/tables/index.json").returncode == 0
+    shutil.rmtree(copy / ".snakemake")
+    config["experiments"][0]["seeds"] = [0, 1, 2]
+    (copy / "parent.yaml").write_text(yaml.safe_dump(config))  # only the parent changes
+    run = snakemake(copy, "--cores", "2", "results/micro/tables/index.json")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "base_s/seed2" in json.loads((copy / "results/micro/runs/index.json").read_text())["runs"]
 
 
 @pytest.mark.slow

@@ -10,7 +10,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from workflows.experiments import (ConfigError, PAPERS, datasets, genppl_settings, kernel_benchmarks, local_tasks,
-                                   read_profile, resolve, run_config, scaling_laws, validate, with_parents)
+                                   profile_chain, read_profile, resolve, run_config, scaling_laws, validate,
+                                   with_parents)
 
 # A profile's `extends:` file is relative to the profile (the last --configfile; config/ by default).
 # Errors name that file.

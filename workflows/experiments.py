@@ -138,6 +138,14 @@ def with_parents(config: dict, folder: Path, source: str = "config", seen: tuple
     return _merge(parent, {k: v for k, v in config.items() if k != "extends"})
 
 
+def profile_chain(path: str | Path) -> list[Path]:
+    """The profile file and every file its ``extends:`` chain reads (validated profiles only: no cycle)."""
+    chain = [Path(path).resolve()]
+    while isinstance(parent := (_read_yaml(chain[-1]) or {}).get("extends"), str):
+        chain.append((chain[-1].parent / parent).resolve())
+    return chain
+
+
 _REPLACED_WHOLE = ("corpus", "tokenizer")  # a new corpus or tokenizer keeps nothing of the old one
 
 

@@ -7,12 +7,12 @@ PROFILE_FILES = sorted({*map(str, Path(workflow.basedir, "config").glob("*.yaml"
 TABLE_PAPERS = sorted(path.name for path in Path(workflow.basedir, "tables", "specs").iterdir() if path.is_dir())
 
 
-# The profile files are its inputs, not only its params: an edited profile rewrites the index even where
-# Snakemake has no record of the params (a results folder copied elsewhere, .snakemake deleted), so a seed or
-# an evaluation added to the profile reaches the tables.
+# The profile files (and every file its extends: chain reads) are its inputs, not only its params: an edited
+# profile rewrites the index even where Snakemake has no record of the params (a results folder copied
+# elsewhere, .snakemake deleted), so a seed or an evaluation added to the profile reaches the tables.
 rule runs_index:
     input:
-        PROFILE_FILES,
+        sorted({*PROFILE_FILES, *map(str, profile_chain(SOURCE))}),
     output:
         f"{RUNS}/index.json",
     params:

@@ -417,3 +417,50 @@ def test_a_tie_is_contradicted_by_a_significant_difference_never_reproduced_and_
     assert same.parts[0].outcome == "fixed by the design" and same.parts[0].reason.startswith("one run fills both")
     from tables.claims import part_record
     assert part_record(differs.parts[0])["claimed"] == "equal"
+
+
+def test_a_tie_one_run_fills_is_outside_the_holm_family_and_the_claim_says_why(hand_paper, tmp_path):
+    claims = """
+- id: with_identity
+  where: "XS"
+  text: "ConceptLM is below Base at XS, and the same run prints the same number"
+  formula: "cell('t1', 'base_s', 'ppl') == cell('t1', 'base_s', 'ppl') and cell('t1', 'concept_xs', 'ppl') < cell('t1', 'base_xs', 'ppl')"
+  source: pdf
+- id: alone
+  where: "XS"
+  text: "ConceptLM is below Base at XS"
+  formula: "cell('t1', 'concept_xs', 'ppl') < cell('t1', 'base_xs', 'ppl')"
+  source: pdf
+- id: identity_only
+  where: "S"
+  text: "the same run prints the same number"
+  formula: "cell('t1', 'base_s', 'ppl') == cell('t1', 'base_s', 'ppl') * 1.1 / 1.1"
+  source: pdf
+- id: printed_zero
+  where: "S"
+  text: "PM and Base are printed 0 apart"
+  printed: "0"
+  formula: "cell('t1', 'pm_s', 'ppl') - cell('t1', 'base_s', 'ppl')"
+  source: pdf
+"""
+    separated = lambda experiment, seeds: [24.0, 24.4, 23.6] if experiment == "concept_xs" else seeds  # noqa: E731
+    specs, reported, runs = hand_case(hand_paper, tmp_path, claims, values=separated)
+    judged = {claim.id: claim for claim in build(runs, specs, reported).claims}
+    identity, ordering = judged["with_identity"].parts
+    assert identity.test is None and identity.outcome == "fixed by the design"
+    assert ordering.family == judged["alone"].parts[0].family == 1  # the identity does not dilute Holm
+    assert ordering.p_adjusted == pytest.approx(judged["alone"].parts[0].p_adjusted)
+    only = judged["identity_only"]  # equal to float rounding: still one run, not a finding
+    assert only.verdict == "value shown, not judged" and only.reason == "one run fills both cells: equal by construction"
+    assert only.paper_against == ""  # the paper's 30.0 against 30.0 * 1.1 / 1.1: rounding, not an effect
+    zero = judged["printed_zero"]
+    assert zero.kind == "ordering" and zero.parts[0].sign == 0 and zero.verdict == "contradicted"
+
+
+def test_the_forest_names_tested_ties_it_cannot_scale():
+    from reports.claims import forest
+
+    part = {"test": "paired", "paper_effect": 0.0, "claimed": "equal", "left": "NCM + MBR", "right": "AR", "d": -19.6,
+            "ci_low": -24.8, "ci_high": -14.5, "outcome": "contradicted"}
+    image, caption = forest("ncm", [{"kind": "ordering", "id": "ties_ar", "parts": [part]}])
+    assert image is None and "Ties" in caption and "ties_ar: NCM + MBR − AR = -19.6 [-24.8, -14.5], contradicted" in caption
