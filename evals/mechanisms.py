@@ -66,6 +66,7 @@ import torch.nn.functional as F
 from common.errors import ReproError
 from common.io import atomic_write_json
 from evals.perplexity import load_trained
+from evals.registry import NCM_ARCHS  # checked by evals.mechanisms_ncm
 from evals.result import result_record
 from models.conceptlm import ConceptLM
 from models.dlcm import DLCM
@@ -73,7 +74,6 @@ from trainer.data import check_data, open_split, read_manifest
 
 MAX_WINDOWS = 64                                       # test windows measured
 CONCEPT_FAMILIES = ("conceptlm", "contextlm", "dlcm")  # registry families (``<family>_<backbone>``) with a concept path
-NCM_ARCHS = ("ncm_tokenizer", "ncm")                   # checked by evals.mechanisms_ncm
 
 
 class MechanismsEvalError(ReproError, ValueError):

@@ -60,6 +60,7 @@ import torch
 
 from common.errors import ReproError
 from evals.recon import recon_tokenizer
+from evals.registry import NCM_ARCHS
 from models.ncm_tokenizer import NCMTokenizer, reconstruction_accuracy
 from trainer.data import check_data, gather_windows, open_split, read_manifest, view
 
@@ -203,7 +204,7 @@ def check_ncm(model: torch.nn.Module, manifest: dict, final_dir: Path, tokens_di
     run_cfg = manifest["config"]
     arch = run_cfg["model"]["arch"]
     tokenizer = recon_tokenizer(model)
-    if arch not in ("ncm", "ncm_tokenizer") or tokenizer is None:
+    if arch not in NCM_ARCHS or tokenizer is None:
         raise MechanismsNCMError(f"{final_dir}: model.arch={arch!r}; the NCM mechanism checks apply to ncm_tokenizer "
                                  "and ncm runs only")
     if max_windows < 1 or marginal_windows < 1:

@@ -70,6 +70,9 @@ EVALUATIONS = (
                "(results/runs/<id>/seed0; evals/kernel_latency.py)", listed=False),
 )
 BY_NAME = {e.name: e for e in EVALUATIONS}
+# NCM's archs: ``recon`` applies to them only, and their ``mechanisms`` checks (evals/mechanisms_ncm.py) read the
+# run's own view of a split, paired examples included
+NCM_ARCHS = ("ncm_tokenizer", "ncm")
 
 
 def find(name: str) -> Evaluation | None:

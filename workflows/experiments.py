@@ -27,7 +27,7 @@ import jsonschema
 import yaml
 
 from common.errors import USER_ERROR, ReproError, entry_point
-from evals.registry import find
+from evals.registry import NCM_ARCHS, find
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schemas" / "config.schema.yaml"
 SECTIONS = ("model", "train", "eval")
@@ -131,18 +131,23 @@ def with_parents(config: dict, folder: Path, source: str = "config", seen: tuple
     if config.get("profile") in (None, "embedded"):
         raise ConfigError(f"{source}: profile: a profile that extends another needs its own name (not 'embedded'): "
                           "its outputs go to results/<profile>/")
-    parent_path = (folder / config["extends"]).resolve()
+    parent_path = _parent_path(config, folder)
     if parent_path in seen:
         raise ConfigError(f"{source}: extends chain returns to {parent_path.name}; remove the cycle")
     parent = with_parents(_read_yaml(parent_path), parent_path.parent, str(parent_path), seen + (parent_path,))
     return _merge(parent, {k: v for k, v in config.items() if k != "extends"})
 
 
+def _parent_path(config: dict, folder: Path) -> Path:
+    """The file a profile's ``extends:`` names, relative to the profile's folder."""
+    return (folder / config["extends"]).resolve()
+
+
 def profile_chain(path: str | Path) -> list[Path]:
     """The profile file and every file its ``extends:`` chain reads (validated profiles only: no cycle)."""
     chain = [Path(path).resolve()]
-    while isinstance(parent := (_read_yaml(chain[-1]) or {}).get("extends"), str):
-        chain.append((chain[-1].parent / parent).resolve())
+    while isinstance((config := _read_yaml(chain[-1]) or {}).get("extends"), str):
+        chain.append(_parent_path(config, chain[-1].parent))
     return chain
 
 
@@ -492,7 +497,7 @@ def _check_evals(config: dict, exp: dict, spec, typed) -> None:
         if not applies(arch):
             raise ConfigError(f"evals: mechanisms checks a concept path and model.arch={arch} has none; drop "
                               "'mechanisms' or use a conceptlm_*, contextlm_*, dlcm_*, ncm_tokenizer or ncm arch")
-    if "recon" in evals and arch not in ("ncm_tokenizer", "ncm"):
+    if "recon" in evals and arch not in NCM_ARCHS:
         raise ConfigError(f"evals: recon measures an NCM tokenizer's reconstruction and model.arch={arch} has none; "
                           "drop 'recon' or use arch ncm_tokenizer / ncm")
     generative = {name: parse_eval(name) for name in evals if find(name).name == "genppl"}
@@ -561,9 +566,8 @@ def _check_data(config: dict, exp: dict, spec, typed) -> None:
             raise ConfigError(f"evals: {name} completes the first {variant['scales']} real scales and the tokenizer has K="
                               f"{typed.tokenizer_config.K}; use j <= K")
     P, L = layout["source_len"], layout["target_len"]
-    # NCM's mechanism checks read the run's own view of the split (paired examples too, evals/mechanisms_ncm.py)
     other = [name for name in exp["evals"] if find(name).data == "stream"
-             and not (name == "mechanisms" and spec.name in ("ncm", "ncm_tokenizer"))]
+             and not (name == "mechanisms" and spec.name in NCM_ARCHS)]
     if other:
         raise ConfigError(f"evals: {other[0]} reads a token stream and {exp['data']} holds paired examples; use cond, "
                           "cond_mbr<n>, cond_cfg<w> (and recon, mechanisms for NCM)")
