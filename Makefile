@@ -81,6 +81,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.lmeval_throughput
 	$(BIN)/python -m benchmarks.ncm_sampling
 	$(BIN)/python -m benchmarks.dlcm_attention
+	$(BIN)/python -m benchmarks.compile_threshold
 
 # on a GPU machine (install a CUDA torch: TORCH_SPEC): config/small.yaml's smoke mode on the GPU (one run per
 # model family, every evaluation kind) and bench-gpu, figures in results/benchmarks/gpu_check.json

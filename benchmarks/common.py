@@ -1,14 +1,22 @@
-"""What every benchmark here shares: interleaved timing, per-arm peak memory, summaries, environment.
+"""What every benchmark here shares: interleaved timing, per-arm peak memory, summaries, the machine's
+load and the host.
 
 Protocol: the arms run the same batch and alternate step by step (ABAB...), so machine noise hits
 all alike; the first ``warmup`` rounds are discarded; the median and inter-quartile range of the
 rest are reported. Peak memory: ``max_memory_allocated`` per arm on CUDA; on CPU, the peak RSS
 (VmHWM) of a fresh child process that builds the arm alone and runs a few steps.
+
+Load: ``MachineLoad`` reads the 1-minute load average before and after. A benchmark's own threads
+add at most its thread count (<= the cores), so a load above the cores at either end means other
+work competed for them: the run says so, and ``judge_target`` then reports no target as met, whatever
+the ratio. Host: ``environment`` carries ``common.provenance.host_fingerprint`` (CPU model, vendor,
+widest vector extension, the ISA torch dispatches to, cores, torch / oneDNN / BLAS builds, pins), so
+a figure names the machine that produced it.
 """
 from __future__ import annotations
 
 import multiprocessing as mp
-import platform
+import os
 import resource
 import statistics
 import time
@@ -17,7 +25,7 @@ from typing import Callable
 import torch
 
 from common.errors import ReproError
-from common.provenance import git_state, library_versions
+from common.provenance import git_state, host_fingerprint, host_summary, library_versions
 
 
 class BenchmarkError(ReproError, ValueError):
@@ -101,8 +109,37 @@ def peak_rss_mib(build: Callable, name: str, args) -> float:
     return value
 
 
+class MachineLoad:
+    """The 1-minute load average around a benchmark (``before`` at construction, ``after`` at ``finish``)."""
+
+    def __init__(self):
+        self.before, self.cores = os.getloadavg()[0], os.cpu_count() or 1
+
+    def finish(self) -> dict:
+        """``{"before", "after", "cores", "loaded", "why"}``; ``loaded`` when either end exceeds the cores."""
+        after = os.getloadavg()[0]
+        loaded = max(self.before, after) > self.cores
+        why = (f"machine loaded: 1-minute load {self.before:.1f} before, {after:.1f} after, above its {self.cores} "
+               "cores (other work competed for them); re-run on a quiet machine" if loaded else None)
+        return {"before": self.before, "after": after, "cores": self.cores, "loaded": loaded, "why": why}
+
+
+def judge_target(met: bool, load: dict) -> dict:
+    """``{"met", "measured_met", "refused"}``: a target is met only when the ratio meets it on an unloaded machine."""
+    return {"met": bool(met) and not load["loaded"], "measured_met": bool(met), "refused": load["why"]}
+
+
+def target_words(target: dict) -> str:
+    """``met`` / ``NOT met`` / ``not judged (machine loaded ...)`` for a benchmark's printed summary."""
+    if target.get("refused"):
+        return f"not judged ({target['refused']})"
+    return "met" if target["met"] else "NOT met"
+
+
 def environment(threads: int, device: torch.device) -> dict:
+    """Code version, library versions and the host fingerprint (``host``; ``host_line`` in words)."""
     commit, dirty = git_state()
+    host = host_fingerprint()
     return {"git_commit": commit, "git_dirty": dirty, "versions": library_versions(),
-            "cpu": platform.processor() or platform.machine(), "threads": threads,
+            "cpu": host["cpu"], "host": host, "host_line": host_summary(host), "threads": threads,
             "gpu": torch.cuda.get_device_name() if device.type == "cuda" else None}

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import os
 import statistics
 import time
 from functools import partial
@@ -45,7 +44,7 @@ from functools import partial
 import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
-from benchmarks.common import environment, interleaved_step_times
+from benchmarks.common import MachineLoad, environment, interleaved_step_times
 from common.errors import entry_point
 from common.io import atomic_write_json
 from models.dlcm import ConceptCrossAttention, segment_ids
@@ -243,7 +242,7 @@ def main(argv=None) -> dict:
     torch.set_num_threads(a.threads)
     torch.set_flush_denormal(True)
 
-    start, load_before = time.perf_counter(), os.getloadavg()[0]
+    start, load = time.perf_counter(), MachineLoad()
     cases = []
     print(f"{'T':>5s} {'R':>2s} {'hd':>3s} {'pass':16s}" + "".join(f"{n:>14s}" for n in ARMS) + "  ratios (ms/ms)")
     for head_dim in a.head_dim:
@@ -265,7 +264,7 @@ def main(argv=None) -> dict:
               "agreement": cases[0].pop("agreement"), "agreement_size": {k: cases[0][k] for k in
                                                                            ("seq_len", "interval", "head_dim")},
               "cases": cases, "paper": PAPER, "wall_s": time.perf_counter() - start,
-              "load_avg_1min": {"before": load_before, "after": os.getloadavg()[0], "cores": os.cpu_count()},
+              "load_avg_1min": load.finish(),
               "environment": environment(a.threads, device)}
     atomic_write_json(a.out, result)
     agree = {n: {k: f"{v:.1e}" if isinstance(v, float) else v for k, v in row.items()}

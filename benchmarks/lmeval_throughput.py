@@ -31,7 +31,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch  # noqa: E402
 
-from benchmarks.common import environment  # noqa: E402
+from benchmarks.common import MachineLoad, environment  # noqa: E402
 from common.errors import entry_point  # noqa: E402
 from common.io import atomic_write_json, atomic_write_text  # noqa: E402
 
@@ -126,6 +126,7 @@ def main(argv=None) -> dict:
         times = {arm: {kind: [] for kind in reqs} for arm in arms}
         cpu = {arm: {kind: [] for kind in reqs} for arm in arms}
         answers = {}
+        load = MachineLoad()
         for r in range(a.rounds + 1):
             order = list(arms) if r % 2 == 0 else list(arms)[::-1]
             for arm in order:
@@ -153,6 +154,7 @@ def main(argv=None) -> dict:
     # process CPU time: robust to other jobs on a shared machine (wall time is not)
     result["ratio_ours_over_hf_cpu_time"] = ours["total_requests_per_cpu_s"] / hf["total_requests_per_cpu_s"]
     result["identical"] = {kind: compare(kind, answers["ours", kind], answers["hf", kind]) for kind in reqs}
+    result["load_avg_1min"] = load.finish()
     result["environment"] = environment(a.threads, torch.device(a.device))
     atomic_write_json(a.out, result)
     for arm, v in result["arms"].items():
@@ -161,7 +163,8 @@ def main(argv=None) -> dict:
     print("identical: " + ", ".join(f"{k} max|d| {v['max_abs_diff']:.1e}, greedy mismatches "
                                      f"{v['greedy_flag_mismatches']}" for k, v in result["identical"].items()))
     print(f"ours / hf = {result['ratio_ours_over_hf']:.2f}x wall time, "
-          f"{result['ratio_ours_over_hf_cpu_time']:.2f}x CPU time  -> {a.out}")
+          f"{result['ratio_ours_over_hf_cpu_time']:.2f}x CPU time"
+          + (f"; {result['load_avg_1min']['why']}" if result["load_avg_1min"]["loaded"] else "") + f"  -> {a.out}")
     return result
 
 

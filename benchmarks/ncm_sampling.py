@@ -18,6 +18,13 @@ of L tokens (128 by default) per call:
   ``--steps`` ancestral steps (L by default) and its caching sampler: a step that unmasks nothing
   reuses the last network call, so NFE <= steps + 1; the NFE actually made is recorded per batch.
 
+Batches: ``--batch`` takes several sizes (1 and 16 by default): batch 1 is the latency regime, where
+a call's fixed cost dominates and NCM's K calls against AR's L - 1 pay; at larger batches the work per
+call counts. Beside each batch's measurement, the bound (``sampling_cost``): network calls, blocks run,
+positions and forward FLOPs per sample of NCM and of AR, and the two ratios AR / NCM -- the speed-up
+if a call cost the same whatever its size (``block_calls``) and if time followed the FLOPs
+(``flops``); a measured speed-up lies between them.
+
 All arms sample at temperature 1 without top-k / top-p, each from its own seeded ``torch.Generator``.
 Protocol (``benchmarks.common``): the arms alternate batch by batch (round-robin, ABCABC...) in one
 process, so machine noise hits all alike; the first ``--warmup`` rounds are discarded; the median and
@@ -36,25 +43,28 @@ the ids), with the MDLM/DUO protocol of ``evals.genppl`` (max_length L).
     python -m benchmarks.ncm_sampling --runs ncm=results/runs/ncm_s/seed0 ar=results/runs/base_gpt2_s/seed0 \\
         mdlm=results/runs/mdlm_s/seed0 --judge results/judges/world_gpt2 --tokenizer results/data/world/tokenizer.json
 
-Writes ``results/benchmarks/ncm_sampling.json``. Target (NCM issue): NCM >= 8x faster than AR on CPU.
+Writes ``results/benchmarks/ncm_sampling.json`` (``batches``: one entry per batch size). Target: NCM >= 8x
+faster than AR on CPU at batch 1, judged only on an unloaded machine (``benchmarks.common``).
 """
 from __future__ import annotations
 
 import argparse
-import sys
-import os
 import statistics
+import sys
 from pathlib import Path
 
 import torch
 
-from benchmarks.common import BenchmarkError, environment, interleaved_step_times
+from benchmarks.common import (BenchmarkError, MachineLoad, environment, interleaved_step_times, judge_target,
+                               target_words)
 from common.errors import entry_point
 from common.io import atomic_write_json
 from evals.genppl.protocol import mean_entropy
+from models.ncm_tokenizer import block_flops
 from models.registry import build_model
 
-TARGET = 8.0   # NCM / AR sampling speed-up on CPU (the NCM issue)
+TARGET = 8.0        # NCM / AR sampling speed-up on CPU
+TARGET_BATCH = 1    # ... at batch 1, the latency regime
 PAPER = {"ratio": 21.0, "against": "DUO", "hardware": "H100"}
 ARMS = ("ncm", "ar", "mdlm")
 TEMPERATURE = 1.0
@@ -101,24 +111,69 @@ def load_arm(name: str, run: str, a, device: torch.device) -> tuple[torch.nn.Mod
                    "tokenizer_sha256": (manifest.get("data") or {}).get("tokenizer_sha256")}
 
 
-def make_sampler(name: str, model: torch.nn.Module, a, device: torch.device, record: list):
-    """A step for ``interleaved_step_times``: one batch of ``a.batch`` samples of L tokens; appends
+def sampling_cost(ncm, ar, seq_len: int) -> dict:
+    """Work per sample of L tokens, counted from the models: network calls, blocks run (calls x layers),
+    positions the blocks process and forward FLOPs (2 x matmul weights per position, 4 d x keys attended
+    for the attention, the output heads; embeddings and the samplers left out). NCM: K generator calls on
+    the scales' positions (block-diagonal: a scale attends to itself) with each scale's code head, then one
+    pass of the tokenizer's decoder over L positions and its token head (block-causal: a scale attends
+    to the coarser scales as well). AR: one prefill call on the
+    prompt token and L - 2 KV-cached decode calls, position t attending to t keys, the LM head on each.
+    ``ratio_ar_over_ncm``: the speed-up bound if every block call cost the same (``block_calls``) and if
+    time followed the FLOPs (``flops``)."""
+    gen, tok = ncm.cfg, ncm.tokenizer.cfg
+    fwd = lambda cfg, attended: block_flops(cfg, attended) / 3  # noqa: E731 -- forward = 1/3 of training
+    lengths = list(ncm.lengths)
+    causal = gen.attention == "block_causal"  # a scale attends to every coarser one as well (VAR's KV cache)
+    keys = [sum(lengths[:k + 1]) if causal else l for k, l in enumerate(lengths)]
+    ncm_flops = sum(l * (gen.n_layer * fwd(gen, n) + 2 * gen.d_model * v) for l, n, v in zip(lengths, keys, ncm.sizes))
+    ncm_flops += seq_len * (tok.decoder_layers * fwd(tok, seq_len) + 2 * tok.d_model * tok.vocab_size)
+    a = ar.cfg
+    matmul = sum(p.numel() for name, p in ar.named_parameters() if p.dim() == 2 and ".blocks." in f".{name}")
+    positions = range(1, seq_len)  # prompt at position 1, then L - 2 decoded tokens
+    ar_flops = sum(2 * matmul + 4 * a.d_model * t * a.n_layer + 2 * a.d_model * a.vocab_size for t in positions)
+    cost = {"ncm": {"calls": ncm.K + 1, "block_calls": ncm.K * gen.n_layer + tok.decoder_layers,
+                    "positions": sum(lengths) * gen.n_layer + seq_len * tok.decoder_layers, "flops": ncm_flops},
+            "ar": {"calls": seq_len - 1, "block_calls": (seq_len - 1) * a.n_layer,
+                   "positions": (seq_len - 1) * a.n_layer, "flops": ar_flops}}
+    cost["ratio_ar_over_ncm"] = {k: cost["ar"][k] / cost["ncm"][k] for k in ("calls", "block_calls", "flops")}
+    return cost
+
+
+def cost_model(cost: dict, res: dict) -> dict:
+    """Seconds per sample = o x block calls + c x FLOPs, solved exactly from the two arms (NCM, AR) at one
+    batch size: ``per_block_call_s`` o and ``per_mflop_s`` c, and what the target would take -- NCM at AR's time
+    / TARGET needs its FLOP time cut by ``compute_speedup_needed`` (None: impossible even with free FLOPs,
+    the block calls alone take longer)."""
+    (bn, fn), (ba, fa) = ((cost[k]["block_calls"], cost[k]["flops"] / 1e6) for k in ("ncm", "ar"))
+    tn, ta = (res["arms"][k]["median_s"] / res["batch"] for k in ("ncm", "ar"))
+    det = bn * fa - ba * fn
+    if det == 0:
+        return {"per_block_call_s": None, "per_mflop_s": None, "compute_speedup_needed": None}
+    o, c = (tn * fa - ta * fn) / det, (bn * ta - ba * tn) / det
+    room = ta / TARGET - o * bn  # seconds NCM's FLOPs may take at the target
+    return {"per_block_call_s": o, "per_mflop_s": c,
+            "compute_speedup_needed": c * fn / room if room > 0 and c > 0 else None}
+
+
+def make_sampler(name: str, model: torch.nn.Module, a, batch: int, device: torch.device, record: list):
+    """A step for ``interleaved_step_times``: one batch of ``batch`` samples of L tokens; appends
     (ids, nfe) to ``record`` (ids stay where they were made, so the step times no transfer)."""
     from models.ncm import sample as ncm_sample
 
     generator = torch.Generator(device=device).manual_seed(a.seed + ARMS.index(name))
     if name == "ncm":
         def draw():
-            out = ncm_sample(model, a.batch, temperature=TEMPERATURE, generator=generator)
+            out = ncm_sample(model, batch, temperature=TEMPERATURE, generator=generator)
             return out["ids"], out["nfe"]
     elif name == "ar":
-        prompt = torch.full((a.batch, 1), a.prompt_id, dtype=torch.long, device=device)
+        prompt = torch.full((batch, 1), a.prompt_id, dtype=torch.long, device=device)
 
         def draw():
             return model.generate(prompt, a.seq_len - 1, temperature=TEMPERATURE, generator=generator, use_cache=True)
     else:
         def draw():
-            return model.sample(a.batch, a.steps, length=a.seq_len, generator=generator, cache=True)
+            return model.sample(batch, a.steps, length=a.seq_len, generator=generator, cache=True)
 
     def step(_):
         ids, nfe = draw()
@@ -176,7 +231,7 @@ def main(argv=None) -> dict:
     p.add_argument("--d-code", type=int, default=32, help="NCM code width (VAR's 32, the embedded ncm_tok_s)")
     p.add_argument("--steps", type=int, help="MDLM sampling steps (default --seq-len)")
     p.add_argument("--prompt-id", type=int, default=0, help="the AR arm's one-token prompt (0 = <|endoftext|>)")
-    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--batch", type=int, nargs="+", default=[1, 16], help="batch sizes, each timed (1: the target's)")
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
@@ -204,68 +259,98 @@ def main(argv=None) -> dict:
         else:
             torch.manual_seed(a.seed)
             models[name] = build_model(arm_config(name, a), vocab_size=a.vocab, seq_len=a.seq_len).to(device).eval()
-    records = {name: [] for name in ARMS}
-    steps = {name: make_sampler(name, models[name], a, device, records[name]) for name in ARMS}
-    load_before = os.getloadavg()[0]
-    times, _ = interleaved_step_times(steps, torch.empty(0, device=device), a.rounds, a.warmup)
-    load_after = os.getloadavg()[0]
-
+    load = MachineLoad()
     result = {"benchmark": "ncm_sampling",
               "config": {k: v for k, v in vars(a).items() if k != "loaded"} | {"temperature": TEMPERATURE},
-              "device": str(device), "arms": {}}
-    samples = {}
+              "device": str(device), "batches": {}}
+    samples = {name: [] for name in ARMS}
+    for batch in a.batch:
+        result["batches"][str(batch)] = measure_batch(models, batch, a, device, samples)
+    result["cost"] = sampling_cost(models["ncm"], models["ar"], a.seq_len)
+    for res in result["batches"].values():
+        res["cost_model"] = cost_model(result["cost"], res)
+    result["load_avg_1min"] = load.finish()
+    if TARGET_BATCH in a.batch:
+        met = result["batches"][str(TARGET_BATCH)]["speedup"]["ncm_over_ar"] >= TARGET
+        result["target"] = {"ncm_over_ar_min": TARGET, "batch": TARGET_BATCH, "applies_to": "cpu", "paper": PAPER,
+                            **judge_target(met, result["load_avg_1min"])}
+    else:
+        result["target"] = {"ncm_over_ar_min": TARGET, "batch": TARGET_BATCH, "met": False,
+                            "refused": f"batch {TARGET_BATCH} not measured (--batch {' '.join(map(str, a.batch))})"}
+    if a.judge:
+        judged = judge_arms({name: samples[name] for name in a.loaded}, a)
+        result["gen_ppl"] = {name: judged.get(name, {"gen_ppl": None, "why": "fresh weights: not judged"})
+                             for name in ARMS}
+    else:
+        result["gen_ppl"] = {name: {"gen_ppl": None, "why": "Gen PPL needs trained runs: --runs ARM=DIR ... "
+                                                            "--judge FOLDER --tokenizer tokenizer.json"} for name in ARMS}
+    result["environment"] = environment(a.threads, device)
+    atomic_write_json(a.out, result)
+    report(result, a)
+    return result
+
+
+def measure_batch(models: dict, batch: int, a, device: torch.device, samples: dict) -> dict:
+    """The arms interleaved at one batch size: per arm the timing, NFE and entropy of its timed samples
+    (added to ``samples``), and the speed-ups (ratios of the medians)."""
+    records = {name: [] for name in ARMS}
+    steps = {name: make_sampler(name, models[name], a, batch, device, records[name]) for name in ARMS}
+    times, _ = interleaved_step_times(steps, torch.empty(0, device=device), a.rounds, a.warmup)
+    out = {"batch": batch, "arms": {}}
     for name in ARMS:
         timed = records[name][a.warmup:]
         ids = torch.cat([r[0] for r in timed]).cpu()
         nfes = [int(r[1]) for r in timed]
         if ids.shape[1] != a.seq_len:
             raise RuntimeError(f"the {name} arm returned {ids.shape[1]} tokens per sample, not {a.seq_len}")
-        samples[name] = ids.tolist()
+        samples[name] += ids.tolist()
         q1, med, q3 = statistics.quantiles(times[name], n=4)
         model = models[name]
         arm = {"model": a.loaded[name]["model"] if name in a.loaded else arm_config(name, a),
                "weights": a.loaded[name]["run"] if name in a.loaded else "fresh initialisation (seed %d)" % a.seed,
                "generator_params": model.num_params(non_embedding=False),
                "generator_non_embedding_params": model.num_params(),
-               "median_s": med, "iqr_s": [q1, q3], "samples_per_s": a.batch / med,
-               "tokens_per_s": a.batch * a.seq_len / med,
+               "median_s": med, "iqr_s": [q1, q3], "samples_per_s": batch / med,
+               "tokens_per_s": batch * a.seq_len / med,
                "nfe": statistics.median(nfes), "nfe_range": [min(nfes), max(nfes)],
                "s_per_nfe": med / statistics.median(nfes),
-               "entropy": mean_entropy(samples[name]), "entropy_samples": len(samples[name])}
+               "entropy": mean_entropy(ids.tolist()), "entropy_samples": len(ids)}
         if name == "ncm":
             arm["tokenizer_params"] = sum(t.numel() for t in model.tokenizer.parameters())
             arm["scale_lengths"] = list(model.lengths)
-        result["arms"][name] = arm
-    arms = result["arms"]
-    result["speedup"] = {"ncm_over_ar": arms["ar"]["median_s"] / arms["ncm"]["median_s"],
-                         "ncm_over_mdlm": arms["mdlm"]["median_s"] / arms["ncm"]["median_s"],
-                         "mdlm_over_ar": arms["ar"]["median_s"] / arms["mdlm"]["median_s"]}
-    result["target"] = {"ncm_over_ar_min": TARGET, "met": result["speedup"]["ncm_over_ar"] >= TARGET,
-                        "applies_to": "cpu", "paper": PAPER}
-    if a.judge:
-        judged = judge_arms({name: samples[name] for name in a.loaded}, a)
-        for name in ARMS:
-            arms[name]["gen_ppl"] = judged.get(name, {"gen_ppl": None, "why": "fresh weights: not judged"})
-    else:
-        for name in ARMS:
-            arms[name]["gen_ppl"] = {"gen_ppl": None, "why": "Gen PPL needs trained runs: --runs ARM=DIR ... "
-                                                             "--judge FOLDER --tokenizer tokenizer.json"}
-    result["load_avg_1min"] = {"before": load_before, "after": load_after, "cores": os.cpu_count()}
-    result["environment"] = environment(a.threads, device)
-    atomic_write_json(a.out, result)
+        out["arms"][name] = arm
+    arms = out["arms"]
+    out["speedup"] = {"ncm_over_ar": arms["ar"]["median_s"] / arms["ncm"]["median_s"],
+                      "ncm_over_mdlm": arms["mdlm"]["median_s"] / arms["ncm"]["median_s"],
+                      "mdlm_over_ar": arms["ar"]["median_s"] / arms["mdlm"]["median_s"]}
+    return out
 
-    for name, r in arms.items():
-        ppl = r["gen_ppl"]["gen_ppl"]
-        print(f"{name:5s} {r['median_s'] * 1e3:8.1f} ms/batch (IQR {r['iqr_s'][0] * 1e3:.1f}-{r['iqr_s'][1] * 1e3:.1f})"
-              f"  {r['samples_per_s']:7.1f} samples/s  NFE {r['nfe']:g} ({r['s_per_nfe'] * 1e3:.2f} ms each)"
-              f"  entropy {r['entropy']:.2f}  Gen PPL {'-' if ppl is None else f'{ppl:.2f}'}"
-              f"  {r['generator_non_embedding_params'] / 1e6:.2f}M params")
-    s = result["speedup"]
-    print(f"NCM over AR {s['ncm_over_ar']:.2f}x, over MDLM {s['ncm_over_mdlm']:.2f}x (MDLM over AR "
-          f"{s['mdlm_over_ar']:.2f}x); target NCM/AR >= {TARGET}x {'met' if result['target']['met'] else 'NOT met'} "
-          f"on {device}, batch {a.batch}, L {a.seq_len}, K {a.scales}, {a.threads} threads")
-    print(f"load average {load_before:.1f} -> {load_after:.1f} on {os.cpu_count()} cores  -> {a.out}")
-    return result
+
+def report(result: dict, a) -> None:
+    for batch, res in result["batches"].items():
+        for name, r in res["arms"].items():
+            ppl = result["gen_ppl"][name]["gen_ppl"]
+            print(f"batch {batch:>3s} {name:5s} {r['median_s'] * 1e3:8.1f} ms/batch (IQR {r['iqr_s'][0] * 1e3:.1f}-"
+                  f"{r['iqr_s'][1] * 1e3:.1f})  {r['samples_per_s']:7.1f} samples/s  NFE {r['nfe']:g} "
+                  f"({r['s_per_nfe'] * 1e3:.2f} ms each)  entropy {r['entropy']:.2f}  Gen PPL "
+                  f"{'-' if ppl is None else f'{ppl:.2f}'}  {r['generator_non_embedding_params'] / 1e6:.2f}M params")
+        s = res["speedup"]
+        m = res["cost_model"]
+        need = m["compute_speedup_needed"]
+        print(f"batch {batch:>3s} NCM over AR {s['ncm_over_ar']:.2f}x, over MDLM {s['ncm_over_mdlm']:.2f}x "
+              f"(MDLM over AR {s['mdlm_over_ar']:.2f}x); per sample {m['per_block_call_s'] * 1e3:.3f} ms per block call + "
+              f"{m['per_mflop_s'] * 1e3:.4f} ms per MFLOP: {TARGET}x needs NCM's FLOPs "
+              + (f"{need:.1f}x faster" if need else "free and fewer block calls"))
+    c = result["cost"]
+    print(f"bound, per sample: NCM {c['ncm']['calls']} calls / {c['ncm']['block_calls']} block calls / "
+          f"{c['ncm']['flops'] / 1e6:.0f} MFLOP, AR {c['ar']['calls']} / {c['ar']['block_calls']} / "
+          f"{c['ar']['flops'] / 1e6:.0f} MFLOP: AR / NCM {c['ratio_ar_over_ncm']['block_calls']:.1f}x in block calls, "
+          f"{c['ratio_ar_over_ncm']['flops']:.2f}x in FLOPs")
+    t = result["target"]
+    load = result["load_avg_1min"]
+    print(f"target NCM/AR >= {TARGET}x at batch {TARGET_BATCH}: {target_words(t)} on {a.device}, L {a.seq_len}, "
+          f"K {a.scales}, {a.threads} threads; load average {load['before']:.1f} -> {load['after']:.1f} on "
+          f"{load['cores']} cores; {result['environment']['host_line']}  -> {a.out}")
 
 
 if __name__ == "__main__":

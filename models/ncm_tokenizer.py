@@ -56,7 +56,10 @@ lists what is unknown).
    ``straight_through`` scale (*ours*): the estimator is applied per scale instead, to the pooled
    residual u_k = Down_k(z - zhat^(k-1)) whose nearest code is taken, R_k(phi(u_k + sg[e_k - u_k])):
    the decoder input has the same value, but the encoder's gradient passes through Down_k and R_k,
-   so it learns what survives pooling to l_k vectors. With the latent estimator the gradient of a
+   so it learns what survives pooling to l_k vectors. ``anchored`` (*ours*): the truncated reconstruction
+   through the per-scale estimator *and* the full one (all K scales) through the latent estimator, both
+   decoded (one batch) and ``rec`` their mean: the truncated term rewards span means that carry the text,
+   the full term keeps z informative (alone, the per-scale estimator made z smooth and empty). With the latent estimator the gradient of a
    sequence truncated to k scales lands on each position of z as if z were decoded whole, and the
    coarse scales of the embedded tokenizers carried almost no content (``docs/ncm_embedded.md``).
 
@@ -167,8 +170,8 @@ class NCMTokenizerConfig(NCMTransformerFields):
     vq_beta: float = 0.25               # commitment weight beta (VAR vqvae.py 0.25; NCM's UNKNOWN)
     vq_scales: Literal["all", "last"] = "all"  # VQ loss on zhat^(j) for all j <= k, averaged (VAR) | last: zhat^(k)
     #                                            only (Eq. 9)
-    straight_through: Literal["latent", "scale"] = "latent"  # decoder gradient to z at L (VAR) | through each
-    #                                     scale's Down_k / R_k (ours; docstring 5.)
+    straight_through: Literal["latent", "scale", "anchored"] = "latent"  # decoder gradient to z at L (VAR) | through
+    #                                     each scale's Down_k / R_k | both: truncated per scale + full at L (ours; docstring 5.)
     nested_dropout: float = 1.0         # P(truncate a sequence to k ~ U{1..K} scales) (seed 002 §2.2: every step)
     tie_embeddings: bool = False        # decoder head tied to the encoder's token embedding (ours: untied)
     latent_norm: bool = True            # z = LayerNorm without affine of the code projection (ours) | raw (VAR)
@@ -469,7 +472,7 @@ class NCMTokenizer(nn.Module):
         metrics (module docstring)."""
         cfg, K = self.cfg, self.cfg.K
         z = self.latent(idx)
-        through = [] if cfg.straight_through == "scale" else None
+        through = [] if cfg.straight_through in ("scale", "anchored") else None
         codes, parts = self.quantize(z, through)
         keep = self.truncation(idx.shape[0], idx.device)                  # (B,)
         levels = torch.arange(1, K + 1, device=idx.device)
@@ -478,11 +481,16 @@ class NCMTokenizer(nn.Module):
         if through is None:
             zhat = zhats.gather(1, pick).squeeze(1)
             h = self.decode(z + (zhat - z).detach())                      # straight-through at L (VAR)
-        else:                                                             # per scale, through Down_k / R_k
+        elif cfg.straight_through == "scale":                             # per scale, through Down_k / R_k
             h = self.decode(torch.stack(through, 1).cumsum(1).gather(1, pick).squeeze(1).to(z.dtype))
+        else:  # anchored: the truncated input per scale and the full one at L, decoded as one batch
+            truncated = torch.stack(through, 1).cumsum(1).gather(1, pick).squeeze(1).to(z.dtype)
+            h, h_full = self.decode(torch.cat([truncated, z + (zhats[:, -1] - z).detach()])).chunk(2)
         if targets is None:
             return {"logits": self.lm_head(h)}
         rec = linear_cross_entropy(h.flatten(0, 1), self.lm_head.weight, idx.flatten())
+        if cfg.straight_through == "anchored":
+            rec = (rec + linear_cross_entropy(h_full.flatten(0, 1), self.lm_head.weight, idx.flatten())) / 2
         zt = z.unsqueeze(1)
         commit = (zt - zhats.detach()).pow(2).mean((2, 3))                # (B, K): MSE(z, sg[zhat^(j)])
         book = (zt.detach() - zhats).pow(2).mean((2, 3))                  # (B, K): MSE(sg[z], zhat^(j))
@@ -547,11 +555,12 @@ def block_flops(cfg: NCMTransformerFields, attended: float) -> float:
 
 def ncm_tokenizer_flops_per_token(cfg: NCMTokenizerConfig) -> float:
     """Training FLOPs per token: encoder and decoder blocks over all L positions, the token head
-    (6 V d), the two code projections (6 x 2 d d_code), one phi conv per scale at full length
+    (6 V d; both twice with ``straight_through: anchored``), the two code projections (6 x 2 d d_code), one phi conv per scale at full length
     (6 x 3 d_code^2 each) and the nearest-code distances (2 x sum_k l_k / L x |V| x d_code, forward only).
     Interpolation, pooling and the MSE terms are left out."""
     L, dc = cfg.seq_len, cfg.d_code
-    blocks = (cfg.n_layer + cfg.decoder_layers) * block_flops(cfg, L)
+    decodes = 2 if cfg.straight_through == "anchored" else 1   # anchored decodes the truncated and the full input
+    blocks = (cfg.n_layer + decodes * cfg.decoder_layers) * block_flops(cfg, L)
     phi = 6.0 * 3 * dc * dc * cfg.K if cfg.phi_ratio > 0 else 0.0
     distances = 2.0 * sum(l * v for l, v in zip(cfg.lengths, cfg.sizes)) / L * dc
-    return blocks + 6.0 * cfg.vocab_size * cfg.d_model + 12.0 * cfg.d_model * dc + phi + distances
+    return blocks + decodes * 6.0 * cfg.vocab_size * cfg.d_model + 12.0 * cfg.d_model * dc + phi + distances

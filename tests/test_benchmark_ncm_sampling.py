@@ -14,7 +14,7 @@ from common.io import sha256_file
 from models.registry import build_model
 
 TINY = ["--seq-len", "16", "--scales", "4", "--d-model", "16", "--layers", "1", "--heads", "4", "--vocab", "24",
-        "--codebook", "8", "--d-code", "8", "--batch", "2", "--rounds", "2", "--warmup", "1", "--threads", "1"]
+        "--codebook", "8", "--d-code", "8", "--batch", "1", "2", "--rounds", "2", "--warmup", "1", "--threads", "1"]
 
 
 def test_every_arm_timed_with_its_own_nfe_and_ratios_from_medians(tmp_path):
@@ -22,13 +22,26 @@ def test_every_arm_timed_with_its_own_nfe_and_ratios_from_medians(tmp_path):
     returned = ncm_sampling.main([*TINY, "--out", str(out)])
     r = json.loads(out.read_text())
     assert r == json.loads(json.dumps(returned))
-    assert set(r["arms"]) == {"ncm", "ar", "mdlm"}
-    for arm in r["arms"].values():
-        assert arm["median_s"] > 0 and arm["iqr_s"][0] <= arm["median_s"] <= arm["iqr_s"][1]
-        assert arm["samples_per_s"] == pytest.approx(2 / arm["median_s"])
-        assert arm["entropy_samples"] == 2 * 2 and 0 < arm["entropy"] <= torch.log(torch.tensor(16.0)).item() + 1e-9
-        assert arm["gen_ppl"]["gen_ppl"] is None and "trained runs" in arm["gen_ppl"]["why"]
-    arms = r["arms"]
+    assert set(r["batches"]) == {"1", "2"}
+    for batch, res in r["batches"].items():
+        assert set(res["arms"]) == {"ncm", "ar", "mdlm"} and res["batch"] == int(batch)
+        for arm in res["arms"].values():
+            assert arm["median_s"] > 0 and arm["iqr_s"][0] <= arm["median_s"] <= arm["iqr_s"][1]
+            assert arm["samples_per_s"] == pytest.approx(int(batch) / arm["median_s"])
+            assert arm["entropy_samples"] == 2 * int(batch)
+            assert 0 < arm["entropy"] <= torch.log(torch.tensor(16.0)).item() + 1e-9
+        s = res["speedup"]
+        arms = res["arms"]
+        assert s["ncm_over_ar"] == arms["ar"]["median_s"] / arms["ncm"]["median_s"]
+        assert s["ncm_over_mdlm"] == arms["mdlm"]["median_s"] / arms["ncm"]["median_s"]
+        # the two-term cost model reproduces both arms' measured times per sample
+        m, c = res["cost_model"], r["cost"]
+        for name in ("ncm", "ar"):
+            model_s = m["per_block_call_s"] * c[name]["block_calls"] + m["per_mflop_s"] * c[name]["flops"] / 1e6
+            assert model_s == pytest.approx(arms[name]["median_s"] / int(batch), rel=1e-9)
+    for name in ("ncm", "ar", "mdlm"):
+        assert r["gen_ppl"][name]["gen_ppl"] is None and "trained runs" in r["gen_ppl"][name]["why"]
+    arms = r["batches"]["2"]["arms"]
     # NCM: one generator call per scale
     assert arms["ncm"]["nfe"] == 4 and arms["ncm"]["nfe_range"] == [4, 4]
     assert arms["ncm"]["scale_lengths"][-1] == 16 and len(arms["ncm"]["scale_lengths"]) == 4
@@ -39,14 +52,43 @@ def test_every_arm_timed_with_its_own_nfe_and_ratios_from_medians(tmp_path):
     assert arms["ar"]["nfe"] == own and arms["ar"]["nfe_range"] == [own, own]
     # MDLM: the caching sampler's own count, at most steps + 1 (steps = L by default)
     assert 1 <= arms["mdlm"]["nfe_range"][0] <= arms["mdlm"]["nfe"] <= arms["mdlm"]["nfe_range"][1] <= 17
-    s = r["speedup"]
-    assert s["ncm_over_ar"] == arms["ar"]["median_s"] / arms["ncm"]["median_s"]
-    assert s["ncm_over_mdlm"] == arms["mdlm"]["median_s"] / arms["ncm"]["median_s"]
-    assert r["target"]["met"] == (s["ncm_over_ar"] >= ncm_sampling.TARGET)
+    # the bound counted from the models: K + 1 calls (K generator calls, one decode) against L - 1
+    cost = r["cost"]
+    assert cost["ncm"]["calls"] == 5 and cost["ar"]["calls"] == 15
+    assert cost["ncm"]["block_calls"] == 4 * 1 + 1 and cost["ar"]["block_calls"] == 15 * 1
+    assert cost["ratio_ar_over_ncm"]["block_calls"] == 15 / 5
+    assert r["target"]["batch"] == 1 and r["target"]["measured_met"] == (
+        r["batches"]["1"]["speedup"]["ncm_over_ar"] >= ncm_sampling.TARGET)
     assert r["load_avg_1min"]["before"] >= 0 and r["environment"]["threads"] == 1
+    # the host that produced the figures, not just "x86_64"
+    assert {"cpu", "vendor", "cpu_isa", "isa", "cores", "torch", "onednn", "blas"} <= set(r["environment"]["host"])
     # the same generator shape for all three arms, the NCM tokenizer outside the generator's count
     assert {arm["model"]["d_model"] for arm in arms.values()} == {16}
     assert arms["ncm"]["tokenizer_params"] > 0
+
+
+def test_flops_of_the_bound_by_hand():
+    """Forward FLOPs per sample at a size small enough to count by hand (1 layer, d 16, L 4, K 2 scales of 1 and 4)."""
+    a = type("A", (), {"d_model": 16, "layers": 1, "heads": 4, "tok_layers": None, "scales": 2, "codebook": 8,
+                       "d_code": 8})()
+    ncm = build_model(ncm_sampling.arm_config("ncm", a), vocab_size=24, seq_len=4)
+    ar = build_model(ncm_sampling.arm_config("ar", a), vocab_size=24, seq_len=4)
+    lengths = list(ncm.lengths)
+    block = 2 * (4 * 16 * 16 + 2 * 16 * 64)          # qkv + proj + the MLP (4 d), per position
+    want_ncm = sum(l * (block + 4 * 16 * l + 2 * 16 * 8) for l in lengths) + 4 * (block + 4 * 16 * 4 + 2 * 16 * 24)
+    want_ar = sum(block + 4 * 16 * t + 2 * 16 * 24 for t in (1, 2, 3))
+    cost = ncm_sampling.sampling_cost(ncm, ar, 4)
+    assert cost["ncm"]["flops"] == pytest.approx(want_ncm) and cost["ar"]["flops"] == pytest.approx(want_ar)
+
+
+def test_a_loaded_machine_meets_no_target(tmp_path, monkeypatch, capsys):
+    """A 1-minute load above the cores: the run says so and reports no target as met, whatever the ratio."""
+    monkeypatch.setattr(os, "getloadavg", lambda: (float(os.cpu_count()) + 3.0, 0.0, 0.0))
+    monkeypatch.setattr(ncm_sampling, "TARGET", 1e-9)   # any ratio meets it
+    r = ncm_sampling.main([*TINY, "--out", str(tmp_path / "r.json")])
+    assert r["load_avg_1min"]["loaded"] and r["target"]["measured_met"] and not r["target"]["met"]
+    assert "machine loaded" in r["target"]["refused"]
+    assert "not judged (machine loaded" in capsys.readouterr().out
 
 
 WORDS = ["<eos>", "the", "cat", "sat", "on", "mat", "a", "dog", "ran", "big", "red", "sun"]
@@ -88,10 +130,10 @@ def test_trained_runs_are_loaded_and_judged(tmp_path):
     base = [*TINY, "--vocab", str(len(WORDS)), "--out", str(tmp_path / "r.json")]
     r = ncm_sampling.main([*base, "--runs", *(f"{k}={v}" for k, v in runs.items()), "--judge", str(tmp_path / "judge"),
                            "--tokenizer", str(tmp_path / "tokenizer.json")])
-    for name, arm in r["arms"].items():
+    for name, arm in r["batches"]["2"]["arms"].items():
         assert arm["weights"] == str(tmp_path / name / "final")
-        assert arm["gen_ppl"]["gen_ppl"] > 1 and arm["gen_ppl"]["judged_tokens"] > 0
-    assert r["arms"]["ncm"]["nfe"] == 4
+        assert r["gen_ppl"][name]["gen_ppl"] > 1 and r["gen_ppl"][name]["judged_tokens"] > 0
+    assert r["batches"]["1"]["arms"]["ncm"]["nfe"] == 4
     with pytest.raises(BenchmarkError, match="--scales 4"):
         ncm_sampling.main([*base, "--scales", "3", "--runs", f"ncm={runs['ncm']}"])
     with pytest.raises(SystemExit):  # the judge needs trained runs

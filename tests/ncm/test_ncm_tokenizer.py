@@ -221,3 +221,35 @@ def test_scale_straight_through_keeps_values_and_routes_the_gradient_through_poo
         assert same == (mode == "scale")
         assert all(b.weight.grad is None or not b.weight.grad.any() for b in model.codebooks)
     torch.testing.assert_close(logits["latent"], logits["scale"])
+
+
+def test_anchored_straight_through_adds_the_full_reconstruction_at_the_latent(monkeypatch):
+    """``straight_through: anchored``: rec is the mean of the truncated reconstruction's loss (per-scale
+    estimator) and the full one's (latent estimator), so truncated to the first scale the encoder's gradient
+    is no longer constant over a code's span (the full term reaches every position), and it equals the sum
+    of the two estimators' gradients, halved; evaluation decodes all scales as before."""
+    from models.ncm_tokenizer import ncm_tokenizer_flops_per_token
+
+    x = batch()
+    fields = dict(nested_dropout=1.0, up="nearest", phi_ratio=0.0, scale_lengths=[2, 4, 8, 16], dead_code_threshold=0.0)
+    grads, recs = {}, {}
+    for mode, keep in (("anchored", 1), ("scale", 1), ("latent", 4)):
+        model = tokenizer(straight_through=mode, **fields).train()
+        monkeypatch.setattr(model, "truncation", lambda b, d, keep=keep: torch.full((b,), keep, dtype=torch.long))
+        z = model.latent(x).detach().requires_grad_(True)
+        monkeypatch.setattr(model, "latent", lambda idx, z=z: z)
+        rec = model(x, x)["losses"]["rec"]
+        rec.backward()
+        grads[mode], recs[mode] = z.grad, rec.item()
+    assert recs["anchored"] == pytest.approx((recs["scale"] + recs["latent"]) / 2, rel=1e-5)
+    torch.testing.assert_close(grads["anchored"], (grads["scale"] + grads["latent"]) / 2, rtol=1e-4, atol=1e-7)
+    spans = grads["anchored"].view(4, 2, 8, -1)
+    assert not torch.allclose(spans, spans[:, :, :1].expand_as(spans), atol=1e-7)
+    torch.testing.assert_close(tokenizer(straight_through="anchored", **fields).eval()(x)["logits"],
+                               tokenizer(**fields).eval()(x)["logits"])
+    # the second decode is in the FLOPs
+    cfg = lambda mode: tokenizer(straight_through=mode, **fields).cfg  # noqa: E731
+    extra = ncm_tokenizer_flops_per_token(cfg("anchored")) - ncm_tokenizer_flops_per_token(cfg("latent"))
+    c = cfg("latent")
+    from models.ncm_tokenizer import block_flops
+    assert extra == pytest.approx(c.decoder_layers * block_flops(c, L) + 6.0 * c.vocab_size * c.d_model)
