@@ -6,10 +6,11 @@ of the same generator size (``--d-model``, ``--layers``, ``--heads``; the embedd
 4 layers, 4 heads, vocabulary 2048 by default), batch and machine each produce ``--batch`` sequences
 of L tokens (128 by default) per call:
 
-* ``ncm``: ``models.ncm.sample`` -- K generator calls (``--scales``, 12; exponential length schedule),
+* ``ncm``: ``models.ncm.sample`` -- K generator calls (``--scales``, 12; ``--schedule``),
   each on the current scale's positions only, then the tokenizer's decoder and head. The tokenizer
   (width ``--d-model``, ``--tok-layers`` decoder blocks, ``--codebook`` codes of width ``--d-code``
-  per scale: 4 blocks, 512 codes of 32 as the embedded profile's ``ncm_tok_s``) is not counted in the
+  per scale, ``--schedule`` of scale lengths: 4 blocks, 64 codes of 32, quadratic, as the embedded
+  profile's ``ncm_tok_s``) is not counted in the
   generator's size (it is the decoder), but its decode is in NCM's sampling time;
 * ``ar``: GPT-2 (``gpt2``) ``TokenLM.generate`` with its KV cache from a one-token prompt
   (``--prompt-id``, 0 = our BPE's ``<|endoftext|>``, which starts every document), L - 1 new tokens
@@ -60,7 +61,7 @@ from benchmarks.common import (BenchmarkError, MachineLoad, environment, interle
 from common.errors import entry_point
 from common.io import atomic_write_json
 from evals.genppl.protocol import mean_entropy
-from models.ncm_tokenizer import block_flops
+from models.ncm_tokenizer import SCHEDULES, block_flops
 from models.registry import build_model
 
 TARGET = 8.0        # NCM / AR sampling speed-up on CPU
@@ -75,7 +76,7 @@ def arm_config(name: str, a) -> dict:
     shape = {"d_model": a.d_model, "n_layer": a.layers, "n_head": a.heads}
     if name == "ncm":
         tokenizer = {"arch": "ncm_tokenizer", "d_model": a.d_model, "n_layer": a.tok_layers or a.layers,
-                     "n_head": a.heads, "n_scales": a.scales, "length_schedule": "exponential",
+                     "n_head": a.heads, "n_scales": a.scales, "length_schedule": a.schedule,
                      "codebook_size": a.codebook, "d_code": a.d_code}
         return {"arch": "ncm", **shape, "tokenizer": tokenizer}
     return {"arch": "gpt2" if name == "ar" else "mdlm_gpt2", **shape}
@@ -227,7 +228,9 @@ def main(argv=None) -> dict:
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--vocab", type=int, default=2048)
     p.add_argument("--tok-layers", type=int, help="NCM tokenizer encoder/decoder blocks (default --layers)")
-    p.add_argument("--codebook", type=int, default=512, help="NCM codes per scale (the embedded ncm_tok_s: 512)")
+    p.add_argument("--codebook", type=int, default=64, help="NCM codes per scale (the embedded ncm_tok_s: 64)")
+    p.add_argument("--schedule", default="quadratic", choices=list(SCHEDULES),
+                   help="NCM scale lengths (the embedded ncm_tok_s: quadratic)")
     p.add_argument("--d-code", type=int, default=32, help="NCM code width (VAR's 32, the embedded ncm_tok_s)")
     p.add_argument("--steps", type=int, help="MDLM sampling steps (default --seq-len)")
     p.add_argument("--prompt-id", type=int, default=0, help="the AR arm's one-token prompt (0 = <|endoftext|>)")

@@ -70,7 +70,7 @@ def test_every_arm_timed_with_its_own_nfe_and_ratios_from_medians(tmp_path):
 def test_flops_of_the_bound_by_hand():
     """Forward FLOPs per sample at a size small enough to count by hand (1 layer, d 16, L 4, K 2 scales of 1 and 4)."""
     a = type("A", (), {"d_model": 16, "layers": 1, "heads": 4, "tok_layers": None, "scales": 2, "codebook": 8,
-                       "d_code": 8})()
+                       "d_code": 8, "schedule": "exponential"})()
     ncm = build_model(ncm_sampling.arm_config("ncm", a), vocab_size=24, seq_len=4)
     ar = build_model(ncm_sampling.arm_config("ar", a), vocab_size=24, seq_len=4)
     lengths = list(ncm.lengths)

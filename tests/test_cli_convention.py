@@ -30,6 +30,7 @@ BAD_INPUT = {
     "common.io": ["{t}"],  # a folder, refused before the input is read
     "workflows.smoke": ["{m}", "--run", "--workdir", "{t}"],
     "benchmarks.gpu_check": ["--out", "{t}/g.json"],  # with CUDA hidden below
+    "benchmarks.host_trace": ["--compare", "{m}", "{m}"],
 }
 # command lines without a cheap bad input: none but argparse's (a profile that does not load is a warning
 # of workflows.coverage), or one-line errors that need trained runs (benchmarks.ncm_sampling)

@@ -76,12 +76,16 @@ def test_fillers_run_in_small_and_diagnostics_in_their_opt_in_profile():
                                                 "ncm_anchor_tok_s", "ncm_anchor_tok_s_nd1", "ncm_anchor_s", "ncm_anchor_s_nd1"}
     curve = {e: diagnostics[e] for e in diagnostics if e.startswith(("ncm_tok_s", "ncm_s_t"))}
     assert [curve[f"ncm_tok_s{n}"]["train"]["steps"] for n in (800, 1600, 3200)] == [800, 1600, 3200]
-    assert {curve[f"ncm_tok_s{n}"]["model"]["codebook_size"] for n in (800, 1600, 3200)} == {512}  # the profile's tokenizer
+    assert {curve[f"ncm_tok_s{n}"]["model"]["codebook_size"] for n in (800, 1600, 3200)} == {512}  # as measured
+    assert {curve[f"ncm_tok_s{n}"]["model"]["length_schedule"] for n in (800, 1600, 3200)} == {"exponential"}
     assert [curve[f"ncm_s_t3200_g{n}"]["upstream"]["experiment"] for n in (1000, 2000)] == ["ncm_tok_s3200"] * 2
-    assert curve["ncm_s_t3200_g2000"]["model"] == embedded["ncm_s"]["model"]  # only the budget differs
+    # only the budget and the (pinned) tokenizer differ
+    assert {k: v for k, v in curve["ncm_s_t3200_g2000"]["model"].items() if k != "tokenizer"} == {
+        k: v for k, v in embedded["ncm_s"]["model"].items() if k != "tokenizer"}
     anchored = [diagnostics[e]["model"] for e in ("ncm_anchor_tok_s", "ncm_anchor_tok_s_nd1")]
     assert [m["straight_through"] for m in anchored] == ["anchored"] * 2
     assert [m["nested_dropout"] for m in anchored] == [embedded["ncm_tok_s"]["model"]["nested_dropout"], 1.0]
+    assert {(m["length_schedule"], m["codebook_size"]) for m in anchored} == {("exponential", 512)}  # as measured
     assert diagnostics["ncm_anchor_s_nd1"]["upstream"]["experiment"] == "ncm_anchor_tok_s_nd1"
     # (ContextLM: the base of its fusion diagnostic)
     assert [diagnostics[f"dlcm_s_window{w}"]["model"]["token_window"] for w in (8, 1)] == [8, 1]

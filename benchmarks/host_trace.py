@@ -1,0 +1,165 @@
+"""Which operation makes two hosts' numbers differ? A per-operation fingerprint of one training step.
+
+The embedded DAG is bit-identical from run to run on one host; across hosts some models are not (README,
+"Same numbers on another host"), and finding the operation that takes a host-dependent path needs both
+hosts' numbers side by side. This records them: for each embedded model (the default profile's GPT-2 s,
+DLCM s, NCM s with its tokenizer, masked diffusion s; ``--models``), from a fixed seed and fixed token
+windows, one training step -- forward, backward and AdamW (the trainer's ``make_optimizer``) -- and then
+greedy KV-cached decoding for the GPT-2 model, every ATen operation that runs (``TorchDispatchMode``)
+with its name, the module it ran in (``backward`` for the autograd pass) and a sha256 of each output's
+bytes. The pins of the DAG (``common.provenance.HOST_PINS``) are applied as the DAG's jobs run with them,
+unless already set. Run it on each host, then compare:
+
+    python -m benchmarks.host_trace --out trace_A.json            # on host A, then on host B
+    python -m benchmarks.host_trace --compare trace_A.json trace_B.json
+
+``--compare`` prints, per model, the first operation whose output differs (its index, name, module and
+input shapes), how many of the operations differ, and the two hosts' fingerprints. On one host two traces
+are identical (a test); a different ATen kernel set (``ATEN_CPU_CAPABILITY``) shows up at its first
+vectorised operation (a test).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+from common.provenance import HOST_PINS
+
+MODELS = {"gpt2": "base_gpt2_s", "dlcm": "dlcm_s", "ncm": "ncm_s", "mdlm": "mdlm_s"}
+VOCAB = 2048      # the embedded BPE's size
+BATCH = 2         # windows per step: small, every operation still runs
+# operations whose output is uninitialised memory: recorded, never hashed (their bytes differ run to run), nor
+# are views (no arithmetic; a view of an uninitialised buffer differs too)
+UNINITIALISED = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "resize_"}
+
+
+def _is_view(func) -> bool:
+    returns = func._schema.returns
+    return bool(returns) and returns[0].alias_info is not None and not returns[0].alias_info.is_write
+
+
+def _digest(value) -> list[str]:
+    import torch
+
+    out = []
+    for t in value if isinstance(value, (tuple, list)) else [value]:
+        if isinstance(t, torch.Tensor) and t.layout == torch.strided:
+            out.append(hashlib.sha256(t.detach().contiguous().cpu().numpy().tobytes()).hexdigest()[:16])
+    return out
+
+
+def trace_model(name: str, seed: int = 0) -> list[dict]:
+    """The operations of one training step of model ``name`` (and greedy decoding for GPT-2)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from models.registry import build_model
+    from trainer.train import make_optimizer
+    from workflows.experiments import load_profile, resolve
+
+    run = resolve(load_profile(Path(__file__).resolve().parents[1] / "config" / "default.yaml"))[MODELS[name]]
+    cfg = dict(run["model"])
+    seq_len = cfg.pop("seq_len")
+    torch.manual_seed(seed)
+    model = build_model(cfg, vocab_size=VOCAB, seq_len=seq_len)
+    opt = make_optimizer(model, run["train"])
+    x = torch.randint(0, VOCAB, (BATCH, seq_len + 1), generator=torch.Generator().manual_seed(seed))
+    where = ["-"]  # the module running now (forward hooks; a hook's return value would replace the output)
+
+    def enter(name):
+        return lambda module, args: where.append(name or "model") and None
+
+    def leave(module, args, output):
+        where.pop()
+
+    hooks = [m.register_forward_pre_hook(enter(n)) for n, m in model.named_modules()]
+    hooks += [m.register_forward_hook(leave) for m in model.modules()]
+    ops: list[dict] = []
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            shapes = [list(a.shape) for a in args if isinstance(a, torch.Tensor)]
+            op = str(func.overloadpacket.__name__)
+            ops.append({"op": op, "module": where[-1], "shapes": shapes,
+                        "out": [] if op in UNINITIALISED or _is_view(func) else _digest(out)})
+            return out
+
+    with Recorder():
+        losses = model(x[:, :-1], x[:, 1:])["losses"]
+        loss = sum(losses.values())
+        where.append("backward")
+        loss.backward()
+        where[-1] = "optimizer"
+        opt.step()
+        where.pop()
+        if name == "gpt2":
+            model.eval()
+            with torch.no_grad():
+                model.generate(x[:, :1], 8, temperature=0.0)
+    for h in hooks:
+        h.remove()
+    return ops
+
+
+def compare(a: dict, b: dict) -> dict:
+    """Per model: the first differing operation and the count of differing ones."""
+    report = {}
+    for name in sorted(set(a["models"]) & set(b["models"])):
+        ops_a, ops_b = a["models"][name], b["models"][name]
+        differ = [i for i, (x, y) in enumerate(zip(ops_a, ops_b)) if x["out"] != y["out"] or x["op"] != y["op"]]
+        first = differ[0] if differ else None
+        report[name] = {"ops": [len(ops_a), len(ops_b)], "differing": len(differ) + abs(len(ops_a) - len(ops_b)),
+                        "first": None if first is None else {"index": first, **ops_a[first]}}
+    return report
+
+
+def main(argv=None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1, help="the DAG's training jobs run on one thread")
+    p.add_argument("--out", default="results/benchmarks/host_trace.json")
+    p.add_argument("--compare", nargs=2, metavar="TRACE", help="two traces (one per host): the first differing op")
+    a = p.parse_args(argv)
+    if a.compare:
+        from benchmarks.common import BenchmarkError
+
+        traces = []
+        for path in a.compare:
+            if not Path(path).is_file():
+                raise BenchmarkError(f"--compare {path}: no such file; write it on its host with "
+                                     f"python -m benchmarks.host_trace --out {path}")
+            traces.append(json.loads(Path(path).read_text()))
+        result = compare(*traces)
+        for name, r in result.items():
+            f = r["first"]
+            print(f"{name:5s} {r['differing']} of {r['ops'][0]} ops differ" + (
+                "" if f is None else f"; first #{f['index']} {f['op']} in {f['module']} on {f['shapes']}"))
+        for path, t in zip(a.compare, traces):
+            print(f"{path}: {t['host_line']}")
+        return result
+    for key, value in HOST_PINS.items():  # as the DAG's jobs run (workflows/common.smk)
+        os.environ.setdefault(key, value)
+    import torch
+
+    from benchmarks.common import environment
+    from common.io import atomic_write_json
+
+    torch.set_num_threads(a.threads)
+    env = environment(a.threads, torch.device("cpu"))
+    result = {"benchmark": "host_trace", "config": vars(a), "host": env["host"], "host_line": env["host_line"],
+              "models": {name: trace_model(name, a.seed) for name in a.models}}
+    atomic_write_json(a.out, result)
+    print(", ".join(f"{n} {len(ops)} ops" for n, ops in result["models"].items()) + f"; {env['host_line']}  -> {a.out}")
+    return result
+
+
+if __name__ == "__main__":
+    from common.errors import entry_point
+
+    sys.exit(entry_point(main)())

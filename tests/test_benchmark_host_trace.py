@@ -1,0 +1,58 @@
+"""The per-operation trace of one training step (benchmarks/host_trace.py): identical on one host, and it
+names the first operation where a different kernel set changes the numbers."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from benchmarks import host_trace
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def trace(tmp_path: Path, name: str, **env) -> dict:
+    out = tmp_path / f"{name}.json"
+    subprocess.run([sys.executable, "-m", "benchmarks.host_trace", "--models", "gpt2", "--out", str(out)],
+                   cwd=ROOT, env={**os.environ, **env}, check=True, capture_output=True)
+    return json.loads(out.read_text())
+
+
+@pytest.mark.slow
+def test_two_traces_on_one_host_are_identical_and_a_kernel_set_shows_where_it_differs(tmp_path, capsys):
+    a, b = trace(tmp_path, "a"), trace(tmp_path, "b")
+    assert a["host"]["pins"] == {"MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}   # the DAG's pins, applied
+    ops = a["models"]["gpt2"]
+    assert len(ops) > 1000 and {"backward", "optimizer"} <= {op["module"] for op in ops}
+    assert host_trace.compare(a, b)["gpt2"] == {"ops": [len(ops)] * 2, "differing": 0, "first": None}
+    # ATen's unvectorised kernels in place of its AVX2 ones: the first op that differs is named
+    c = trace(tmp_path, "c", ATEN_CPU_CAPABILITY="default")
+    first = host_trace.compare(a, c)["gpt2"]["first"]
+    assert first is not None and first["op"] and first["module"] != "-"
+    host_trace.main(["--compare", str(tmp_path / "a.json"), str(tmp_path / "c.json")])
+    assert f"first #{first['index']} {first['op']}" in capsys.readouterr().out
+
+
+def test_views_and_uninitialised_buffers_are_not_hashed():
+    """Their bytes are not a function of the computation (an empty buffer's garbage, and views of it)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = []
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append((func.overloadpacket.__name__, host_trace._is_view(func)))
+            return func(*args, **(kwargs or {}))
+
+    with Mode():
+        x = torch.empty(4, 3)
+        x[:, 0].fill_(1.0)
+        (x + 1).sum()
+    views = {name for name, view in seen if view}
+    assert "empty" in host_trace.UNINITIALISED and {"select", "slice"} & views and "fill_" not in views
+    assert not {"add", "sum"} & views
