@@ -124,6 +124,16 @@ class MachineLoad:
         return {"before": self.before, "after": after, "cores": self.cores, "loaded": loaded, "why": why}
 
 
+def wait_for_quiet(max_s: float = 120.0, poll_s: float = 5.0) -> float:
+    """Seconds waited (at most ``max_s``) until the 1-minute load is no longer above the cores: a benchmark
+    started right after other work (``make gpu-check``'s smoke DAG) would otherwise be judged loaded by the
+    average that work left behind."""
+    start = time.monotonic()
+    while os.getloadavg()[0] > (os.cpu_count() or 1) and time.monotonic() - start < max_s:
+        time.sleep(poll_s)
+    return time.monotonic() - start
+
+
 def judge_target(met: bool, load: dict) -> dict:
     """``{"met", "measured_met", "refused"}``: a target is met only when the ratio meets it on an unloaded machine."""
     return {"met": bool(met) and not load["loaded"], "measured_met": bool(met), "refused": load["why"]}

@@ -7,7 +7,7 @@ DLCM s, NCM s with its tokenizer, masked diffusion s; ``--models``), from a fixe
 windows, one training step -- forward, backward and AdamW (the trainer's ``make_optimizer``) -- and then
 greedy KV-cached decoding for the GPT-2 model, every ATen operation that runs (``TorchDispatchMode``)
 with its name, the module it ran in (``backward`` for the autograd pass) and a sha256 of each output's
-bytes. The pins of the DAG (``common.provenance.HOST_PINS``) are applied as the DAG's jobs run with them,
+bytes. The pins of the DAG (``common.provenance.host_pins``) are applied as the DAG's jobs run with them,
 unless already set. Run it on each host, then compare:
 
     python -m benchmarks.host_trace --out trace_A.json            # on host A, then on host B
@@ -27,7 +27,7 @@ import os
 import sys
 from pathlib import Path
 
-from common.provenance import HOST_PINS
+from common.provenance import host_pins
 
 MODELS = {"gpt2": "base_gpt2_s", "dlcm": "dlcm_s", "ncm": "ncm_s", "mdlm": "mdlm_s"}
 VOCAB = 2048      # the embedded BPE's size
@@ -89,33 +89,62 @@ def trace_model(name: str, seed: int = 0) -> list[dict]:
                         "out": [] if op in UNINITIALISED or _is_view(func) else _digest(out)})
             return out
 
-    with Recorder():
-        losses = model(x[:, :-1], x[:, 1:])["losses"]
-        loss = sum(losses.values())
-        where.append("backward")
-        loss.backward()
-        where[-1] = "optimizer"
-        opt.step()
-        where.pop()
-        if name == "gpt2":
-            model.eval()
-            with torch.no_grad():
-                model.generate(x[:, :1], 8, temperature=0.0)
-    for h in hooks:
-        h.remove()
+    try:
+        with Recorder():
+            losses = model(x[:, :-1], x[:, 1:])["losses"]
+            loss = sum(losses.values())
+            where.append("backward")
+            loss.backward()
+            where[-1] = "optimizer"
+            opt.step()
+            where.pop()
+            if name == "gpt2":
+                model.eval()
+                with torch.no_grad():
+                    model.generate(x[:, :1], 8, temperature=0.0)
+    finally:
+        for h in hooks:
+            h.remove()
     return ops
 
 
 def compare(a: dict, b: dict) -> dict:
-    """Per model: the first differing operation and the count of differing ones."""
+    """Per model: the first differing operation (where one trace ends early: the first operation the other has
+    beyond it, ``"only_in"`` naming which) and the count of differing ones; a model in one trace only is listed
+    with ``"only_in"`` and no operations compared."""
     report = {}
-    for name in sorted(set(a["models"]) & set(b["models"])):
+    for name in sorted(set(a["models"]) | set(b["models"])):
+        if name not in a["models"] or name not in b["models"]:
+            report[name] = {"only_in": "A" if name in a["models"] else "B", "ops": None, "differing": None, "first": None}
+            continue
         ops_a, ops_b = a["models"][name], b["models"][name]
         differ = [i for i, (x, y) in enumerate(zip(ops_a, ops_b)) if x["out"] != y["out"] or x["op"] != y["op"]]
-        first = differ[0] if differ else None
+        shorter = min(len(ops_a), len(ops_b))
+        if not differ and len(ops_a) != len(ops_b):
+            longer = ops_a if len(ops_a) > shorter else ops_b
+            first = {"index": shorter, **longer[shorter], "only_in": "A" if longer is ops_a else "B"}
+        else:
+            first = {"index": differ[0], **ops_a[differ[0]]} if differ else None
         report[name] = {"ops": [len(ops_a), len(ops_b)], "differing": len(differ) + abs(len(ops_a) - len(ops_b)),
-                        "first": None if first is None else {"index": first, **ops_a[first]}}
+                        "first": first}
     return report
+
+
+def read_trace(path: str) -> dict:
+    """A trace this module wrote, or a one-line error naming what is wrong with the file."""
+    from benchmarks.common import BenchmarkError
+
+    if not Path(path).is_file():
+        raise BenchmarkError(f"--compare {path}: no such file; write it on its host with "
+                             f"python -m benchmarks.host_trace --out {path}")
+    try:
+        trace = json.loads(Path(path).read_text())
+        if trace.get("benchmark") != "host_trace" or not isinstance(trace.get("models"), dict):
+            raise ValueError("not a trace")
+        return trace
+    except (ValueError, AttributeError):
+        raise BenchmarkError(f"--compare {path}: not a trace of python -m benchmarks.host_trace; "
+                             "pass the --out files of two such runs") from None
 
 
 def main(argv=None) -> dict:
@@ -127,23 +156,20 @@ def main(argv=None) -> dict:
     p.add_argument("--compare", nargs=2, metavar="TRACE", help="two traces (one per host): the first differing op")
     a = p.parse_args(argv)
     if a.compare:
-        from benchmarks.common import BenchmarkError
-
-        traces = []
-        for path in a.compare:
-            if not Path(path).is_file():
-                raise BenchmarkError(f"--compare {path}: no such file; write it on its host with "
-                                     f"python -m benchmarks.host_trace --out {path}")
-            traces.append(json.loads(Path(path).read_text()))
+        traces = [read_trace(path) for path in a.compare]
         result = compare(*traces)
         for name, r in result.items():
             f = r["first"]
-            print(f"{name:5s} {r['differing']} of {r['ops'][0]} ops differ" + (
-                "" if f is None else f"; first #{f['index']} {f['op']} in {f['module']} on {f['shapes']}"))
-        for path, t in zip(a.compare, traces):
-            print(f"{path}: {t['host_line']}")
+            if r["ops"] is None:
+                print(f"{name:5s} traced in {r['only_in']} only")
+                continue
+            print(f"{name:5s} {r['differing']} of {r['ops'][0]} / {r['ops'][1]} ops differ" + (
+                "" if f is None else f"; first #{f['index']} {f['op']} in {f['module']} on {f['shapes']}"
+                + (f" (in {f['only_in']} only: the other trace ends there)" if "only_in" in f else "")))
+        for label, path, t in zip("AB", a.compare, traces):
+            print(f"{label} {path}: {t.get('host_line', 'host unknown')}")
         return result
-    for key, value in HOST_PINS.items():  # as the DAG's jobs run (workflows/common.smk)
+    for key, value in host_pins().items():  # as the DAG's jobs run (workflows/common.smk; none off x86)
         os.environ.setdefault(key, value)
     import torch
 

@@ -117,8 +117,9 @@ def sampling_cost(ncm, ar, seq_len: int) -> dict:
     positions the blocks process and forward FLOPs (2 x matmul weights per position, 4 d x keys attended
     for the attention, the output heads; embeddings and the samplers left out). NCM: K generator calls on
     the scales' positions (block-diagonal: a scale attends to itself) with each scale's code head, then one
-    pass of the tokenizer's decoder over L positions and its token head (block-causal: a scale attends
-    to the coarser scales as well). AR: one prefill call on the
+    pass of the tokenizer's (bidirectional) decoder over L positions and its token head; with block-causal
+    attention a generator scale attends to the coarser scales as well. The tokenizer's phi convolutions are
+    left out (about 2 % of NCM's FLOPs at the embedded size). AR: one prefill call on the
     prompt token and L - 2 KV-cached decode calls, position t attending to t keys, the LM head on each.
     ``ratio_ar_over_ncm``: the speed-up bound if every block call cost the same (``block_calls``) and if
     time followed the FLOPs (``flops``)."""
@@ -143,18 +144,23 @@ def sampling_cost(ncm, ar, seq_len: int) -> dict:
 
 def cost_model(cost: dict, res: dict) -> dict:
     """Seconds per sample = o x block calls + c x FLOPs, solved exactly from the two arms (NCM, AR) at one
-    batch size: ``per_block_call_s`` o and ``per_mflop_s`` c, and what the target would take -- NCM at AR's time
-    / TARGET needs its FLOP time cut by ``compute_speedup_needed`` (None: impossible even with free FLOPs,
-    the block calls alone take longer)."""
+    batch size: ``per_block_call_s`` o and ``per_mflop_s`` c, and what the target would take:
+    ``compute_speedup_needed``, the factor by which NCM's FLOP time must fall for NCM to take AR's time / TARGET,
+    with ``need`` saying which case holds -- ``met`` (NCM is that fast already), ``faster_flops``, ``impossible``
+    (NCM's block calls alone take longer) or ``unfitted`` (the two arms do not determine o and c >= 0)."""
     (bn, fn), (ba, fa) = ((cost[k]["block_calls"], cost[k]["flops"] / 1e6) for k in ("ncm", "ar"))
     tn, ta = (res["arms"][k]["median_s"] / res["batch"] for k in ("ncm", "ar"))
     det = bn * fa - ba * fn
-    if det == 0:
-        return {"per_block_call_s": None, "per_mflop_s": None, "compute_speedup_needed": None}
-    o, c = (tn * fa - ta * fn) / det, (bn * ta - ba * tn) / det
+    o, c = ((tn * fa - ta * fn) / det, (bn * ta - ba * tn) / det) if det else (None, None)
+    out = {"per_block_call_s": o, "per_mflop_s": c, "compute_speedup_needed": None}
+    if tn <= ta / TARGET:
+        return {**out, "need": "met"}
+    if o is None or o < 0 or c <= 0:
+        return {**out, "need": "unfitted"}
     room = ta / TARGET - o * bn  # seconds NCM's FLOPs may take at the target
-    return {"per_block_call_s": o, "per_mflop_s": c,
-            "compute_speedup_needed": c * fn / room if room > 0 and c > 0 else None}
+    if room <= 0:
+        return {**out, "need": "impossible"}
+    return {**out, "need": "faster_flops", "compute_speedup_needed": c * fn / room}
 
 
 def make_sampler(name: str, model: torch.nn.Module, a, batch: int, device: torch.device, record: list):
@@ -339,11 +345,13 @@ def report(result: dict, a) -> None:
                   f"{'-' if ppl is None else f'{ppl:.2f}'}  {r['generator_non_embedding_params'] / 1e6:.2f}M params")
         s = res["speedup"]
         m = res["cost_model"]
-        need = m["compute_speedup_needed"]
+        fit = ("" if m["per_block_call_s"] is None else f"; per sample {m['per_block_call_s'] * 1e3:.3f} ms per block "
+               f"call + {m['per_mflop_s'] * 1e3:.4f} ms per MFLOP")
+        need = (f"{TARGET}x needs NCM's FLOPs {m['compute_speedup_needed']:.1f}x faster" if m["need"] == "faster_flops"
+                else {"met": f"{TARGET}x is met here", "unfitted": "the two arms do not fit the cost model",
+                      "impossible": f"{TARGET}x needs fewer block calls (they alone take longer)"}[m["need"]])
         print(f"batch {batch:>3s} NCM over AR {s['ncm_over_ar']:.2f}x, over MDLM {s['ncm_over_mdlm']:.2f}x "
-              f"(MDLM over AR {s['mdlm_over_ar']:.2f}x); per sample {m['per_block_call_s'] * 1e3:.3f} ms per block call + "
-              f"{m['per_mflop_s'] * 1e3:.4f} ms per MFLOP: {TARGET}x needs NCM's FLOPs "
-              + (f"{need:.1f}x faster" if need else "free and fewer block calls"))
+              f"(MDLM over AR {s['mdlm_over_ar']:.2f}x){fit}: {need}")
     c = result["cost"]
     print(f"bound, per sample: NCM {c['ncm']['calls']} calls / {c['ncm']['block_calls']} block calls / "
           f"{c['ncm']['flops'] / 1e6:.0f} MFLOP, AR {c['ar']['calls']} / {c['ar']['block_calls']} / "

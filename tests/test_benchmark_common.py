@@ -50,3 +50,12 @@ def test_train_throughput_on_a_loaded_machine_meets_no_target(tmp_path, monkeypa
     assert r["shapes"]["custom"]["ratio_ours_over_hf"] > 0 and target["measured_met"] and not target["met"]
     assert r["load_avg_1min"]["loaded"] and r["environment"]["host"]["cores"] == os.cpu_count()
     assert "not judged (machine loaded" in capsys.readouterr().out
+
+
+def test_waiting_for_a_quiet_machine_stops_when_the_load_falls(monkeypatch):
+    loads = iter([os.cpu_count() + 4.0, os.cpu_count() + 1.0, 0.5])
+    monkeypatch.setattr(os, "getloadavg", lambda: (next(loads), 0.0, 0.0))
+    monkeypatch.setattr(common.time, "sleep", lambda s: None)
+    assert common.wait_for_quiet(max_s=60) >= 0
+    with pytest.raises(StopIteration):  # it polled exactly until the load fell below the cores
+        next(loads)

@@ -26,7 +26,8 @@ def trace(tmp_path: Path, name: str, **env) -> dict:
 @pytest.mark.slow
 def test_two_traces_on_one_host_are_identical_and_a_kernel_set_shows_where_it_differs(tmp_path, capsys):
     a, b = trace(tmp_path, "a"), trace(tmp_path, "b")
-    assert a["host"]["pins"] == {"MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}   # the DAG's pins, applied
+    from common.provenance import host_pins
+    assert {k: v for k, v in a["host"]["pins"].items() if v} == host_pins()   # the DAG's pins, applied
     ops = a["models"]["gpt2"]
     assert len(ops) > 1000 and {"backward", "optimizer"} <= {op["module"] for op in ops}
     assert host_trace.compare(a, b)["gpt2"] == {"ops": [len(ops)] * 2, "differing": 0, "first": None}
@@ -56,3 +57,24 @@ def test_views_and_uninitialised_buffers_are_not_hashed():
     views = {name for name, view in seen if view}
     assert "empty" in host_trace.UNINITIALISED and {"select", "slice"} & views and "fill_" not in views
     assert not {"add", "sum"} & views
+
+
+def test_compare_names_where_a_trace_ends_early_and_models_traced_once(tmp_path):
+    op = lambda name, out: {"op": name, "module": "m", "shapes": [[2]], "out": [out]}  # noqa: E731
+    a = {"benchmark": "host_trace", "models": {"gpt2": [op("mm", "1"), op("add", "2")], "ncm": [op("mm", "1")]}}
+    b = {"benchmark": "host_trace", "models": {"gpt2": [op("mm", "1")], "dlcm": []}}
+    r = host_trace.compare(a, b)
+    assert r["gpt2"]["differing"] == 1 and r["gpt2"]["first"] == {"index": 1, **op("add", "2"), "only_in": "A"}
+    assert r["ncm"]["only_in"] == "A" and r["dlcm"]["only_in"] == "B"
+    b["models"]["gpt2"] = [op("mm", "9"), op("add", "2")]
+    assert host_trace.compare(a, b)["gpt2"]["first"]["index"] == 0
+
+
+def test_compare_refuses_what_is_not_a_trace_in_one_line(tmp_path):
+    from benchmarks.common import BenchmarkError
+
+    (tmp_path / "other.json").write_text(json.dumps({"benchmark": "ncm_sampling"}))
+    (tmp_path / "bad.json").write_text("{not json")
+    for name in ("other.json", "bad.json"):
+        with pytest.raises(BenchmarkError, match="not a trace of python -m benchmarks.host_trace"):
+            host_trace.main(["--compare", str(tmp_path / name), str(tmp_path / name)])

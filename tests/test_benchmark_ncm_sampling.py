@@ -59,7 +59,7 @@ def test_every_arm_timed_with_its_own_nfe_and_ratios_from_medians(tmp_path):
     assert cost["ratio_ar_over_ncm"]["block_calls"] == 15 / 5
     assert r["target"]["batch"] == 1 and r["target"]["measured_met"] == (
         r["batches"]["1"]["speedup"]["ncm_over_ar"] >= ncm_sampling.TARGET)
-    assert r["load_avg_1min"]["before"] >= 0 and r["environment"]["threads"] == 1
+    assert set(r["load_avg_1min"]) == {"before", "after", "cores", "loaded", "why"} and r["environment"]["threads"] == 1
     # the host that produced the figures, not just "x86_64"
     assert {"cpu", "vendor", "cpu_isa", "isa", "cores", "torch", "onednn", "blas"} <= set(r["environment"]["host"])
     # the same generator shape for all three arms, the NCM tokenizer outside the generator's count
@@ -68,7 +68,8 @@ def test_every_arm_timed_with_its_own_nfe_and_ratios_from_medians(tmp_path):
 
 
 def test_flops_of_the_bound_by_hand():
-    """Forward FLOPs per sample at a size small enough to count by hand (1 layer, d 16, L 4, K 2 scales of 1 and 4)."""
+    """Forward FLOPs per sample at a size small enough to count by hand (1 layer, d 16, L 4, K 2 scales), with
+    block-diagonal and with block-causal attention (a scale's keys: itself, or every scale up to it)."""
     a = type("A", (), {"d_model": 16, "layers": 1, "heads": 4, "tok_layers": None, "scales": 2, "codebook": 8,
                        "d_code": 8, "schedule": "exponential"})()
     ncm = build_model(ncm_sampling.arm_config("ncm", a), vocab_size=24, seq_len=4)
@@ -79,6 +80,26 @@ def test_flops_of_the_bound_by_hand():
     want_ar = sum(block + 4 * 16 * t + 2 * 16 * 24 for t in (1, 2, 3))
     cost = ncm_sampling.sampling_cost(ncm, ar, 4)
     assert cost["ncm"]["flops"] == pytest.approx(want_ncm) and cost["ar"]["flops"] == pytest.approx(want_ar)
+    causal = build_model({**ncm_sampling.arm_config("ncm", a), "attention": "block_causal"}, vocab_size=24, seq_len=4)
+    keys = [sum(lengths[:k + 1]) for k in range(len(lengths))]
+    want_causal = sum(l * (block + 4 * 16 * n + 2 * 16 * 8) for l, n in zip(lengths, keys)) + 4 * (
+        block + 4 * 16 * 4 + 2 * 16 * 24)
+    assert ncm_sampling.sampling_cost(causal, ar, 4)["ncm"]["flops"] == pytest.approx(want_causal) != want_ncm
+
+
+def test_the_cost_model_says_what_the_target_takes():
+    """The README's figures (AMD EPYC, batch 1): o 0.160 ms per block call, c 0.0345 ms per MFLOP, NCM's FLOPs
+    5.9x faster for 8x; and the other cases by construction."""
+    cost = {"ncm": {"block_calls": 52, "flops": 382.36e6}, "ar": {"block_calls": 508, "flops": 91.55e6}}
+    res = lambda tn, ta: {"batch": 1, "arms": {"ncm": {"median_s": tn}, "ar": {"median_s": ta}}}  # noqa: E731
+    m = ncm_sampling.cost_model(cost, res(21.5e-3, 84.5e-3))
+    assert m["need"] == "faster_flops" and m["per_block_call_s"] == pytest.approx(0.160e-3, abs=1e-6)
+    assert m["per_mflop_s"] == pytest.approx(0.0345e-3, abs=1e-6) and m["compute_speedup_needed"] == pytest.approx(5.9, abs=0.1)
+    assert ncm_sampling.cost_model(cost, res(10e-3, 84.5e-3))["need"] == "met"
+    # more block calls than AR's / 8: o 0.16 ms, c 1 ms per MFLOP, NCM's 100 block calls alone over AR's time / 8
+    many = {"ncm": {"block_calls": 100, "flops": 1e6}, "ar": {"block_calls": 508, "flops": 2e6}}
+    m = ncm_sampling.cost_model(many, res(100 * 0.16e-3 + 1e-3, 508 * 0.16e-3 + 2e-3))
+    assert m["need"] == "impossible" and m["per_block_call_s"] == pytest.approx(0.16e-3)
 
 
 def test_a_loaded_machine_meets_no_target(tmp_path, monkeypatch, capsys):

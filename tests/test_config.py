@@ -73,11 +73,15 @@ def test_fillers_run_in_small_and_diagnostics_in_their_opt_in_profile():
                                                 "dlcm_s_xrope", "dlcm_s_xrope_zp", "dlcm_s_1200", "dlcm_s_xrope_1200",
                                                 "ncm_tok_s800", "ncm_tok_s1600", "ncm_tok_s3200", "ncm_s_t800",
                                                 "ncm_s_t1600", "ncm_s_t3200", "ncm_s_t3200_g1000", "ncm_s_t3200_g2000",
-                                                "ncm_anchor_tok_s", "ncm_anchor_tok_s_nd1", "ncm_anchor_s", "ncm_anchor_s_nd1"}
+                                                "ncm_anchor_tok_s", "ncm_anchor_tok_s_nd1", "ncm_anchor_s", "ncm_anchor_s_nd1",
+                                                "ncm_tok_s_exp512", "ncm_s_exp512"}
     curve = {e: diagnostics[e] for e in diagnostics if e.startswith(("ncm_tok_s", "ncm_s_t"))}
     assert [curve[f"ncm_tok_s{n}"]["train"]["steps"] for n in (800, 1600, 3200)] == [800, 1600, 3200]
     assert {curve[f"ncm_tok_s{n}"]["model"]["codebook_size"] for n in (800, 1600, 3200)} == {512}  # as measured
-    assert {curve[f"ncm_tok_s{n}"]["model"]["length_schedule"] for n in (800, 1600, 3200)} == {"exponential"}
+    former = [diagnostics[e]["model"] for e in ("ncm_tok_s_exp512", "ncm_tok_s800", "ncm_tok_s1600", "ncm_tok_s3200")]
+    assert {(m["length_schedule"], m["codebook_size"], m["straight_through"]) for m in former} == {
+        ("exponential", 512, "latent")}  # the tokenizer the rows measured, pinned
+    assert diagnostics["ncm_s_exp512"]["upstream"]["experiment"] == "ncm_tok_s_exp512"
     assert [curve[f"ncm_s_t3200_g{n}"]["upstream"]["experiment"] for n in (1000, 2000)] == ["ncm_tok_s3200"] * 2
     # only the budget and the (pinned) tokenizer differ
     assert {k: v for k, v in curve["ncm_s_t3200_g2000"]["model"].items() if k != "tokenizer"} == {
