@@ -20,7 +20,7 @@ from pathlib import Path
 from common.provenance import host_summary
 from tables.io import write_atomic
 from tables.reported import ReportedCell, load_reported
-from tables.results import Metric, Reproduced, load_results, profile_facts, result_files
+from tables.results import RUNS_INDEX, Metric, Reproduced, load_results, profile_facts, profile_runs, result_files
 from tables.specs import load_specs
 
 from .codebook import codebook_usage
@@ -117,18 +117,20 @@ def _audit_blocks(audit: dict, paper: str) -> list[Block]:
 def _analogue_blocks(spec: dict, runs: Path, results: dict[Metric, Reproduced], curves: dict[str, list[Curve]],
                      reported: dict[tuple[str, str, str], ReportedCell], figures: _Figures) -> list[Block]:
     """One entry of figures.yaml, drawn by its kind."""
+    # what this profile runs (its runs index; without one nothing tells): other profiles' rows are "not run"
+    current = profile_runs(runs) if (runs / RUNS_INDEX).is_file() else None
     if spec["kind"] == "iso_ppl":
-        image, caption, table = iso_ppl(spec, results, curves, reported)
+        image, caption, table = iso_ppl(spec, results, curves, reported, current)
         return [figures.block(spec["id"], image, caption)] + ([Paragraph("Iso-PPL readings:"), table] if table else [])
     if spec["kind"] == "codebook_usage":
         return [figures.block(spec["id"], *codebook_usage(spec, runs))]
     if spec["kind"] == "scaling_law":
         return [figures.block(spec["id"], *law_fit(spec, runs))]
     if spec["kind"] == "eval_sweep":
-        return [figures.block(spec["id"], *eval_sweep(spec, results))]
+        return [figures.block(spec["id"], *eval_sweep(spec, results, current))]
     if spec["kind"] == "metric_curve":
-        return [figures.block(spec["id"], *metric_curve(spec, results))]
-    return [figures.block(spec["id"], *analogue(spec, results))]
+        return [figures.block(spec["id"], *metric_curve(spec, results, current))]
+    return [figures.block(spec["id"], *analogue(spec, results, current))]
 
 
 def _curves_of(arms: list[dict], curves: dict[str, list[Curve]]) -> dict[str, str]:

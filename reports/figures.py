@@ -38,7 +38,7 @@ def load_figure_specs(path: Path = FIGURES) -> list[dict]:
     return specs
 
 
-def analogue(spec: dict, results: dict[Metric, Reproduced]) -> tuple[bytes | None, str]:
+def analogue(spec: dict, results: dict[Metric, Reproduced], current: dict | None = None) -> tuple[bytes | None, str]:
     """One figure analogue: y (or y / x with ``per_x``) against x for each series, naming experiments without results."""
     def metric(experiment: str, axis: dict) -> Reproduced | None:
         return results.get((experiment, axis["eval"], axis["key"]))
@@ -60,10 +60,10 @@ def analogue(spec: dict, results: dict[Metric, Reproduced]) -> tuple[bytes | Non
             points.sort()
             axes.errorbar(*zip(*points), fmt="o-", color=f"C{index}", label=series["label"], capsize=3)
             plotted += len(points)
-    gaps = f" Missing results: {', '.join(missing)}." if missing else ""
-    if not _finish(figure, axes, spec, plotted, gaps):
-        return None, f"{spec['title']}: no results yet.{gaps}"
-    return png(figure), f"{spec['title']} ({plotted} point(s)).{gaps}"
+    gap = gaps(missing, current)
+    if not _finish(figure, axes, spec, plotted, gap):
+        return None, f"{spec['title']}: no results yet.{gap}"
+    return png(figure), f"{spec['title']} ({plotted} point(s)).{gap}"
 
 
 def _finish(figure, axes, spec: dict, plotted: int, gaps: str) -> bool:
@@ -87,7 +87,18 @@ def _missing(missing: list[str], what: str = "Missing results") -> str:
     return f" {what}: {', '.join(missing)}." if missing else ""
 
 
-def eval_sweep(spec: dict, results: dict[Metric, Reproduced]) -> tuple[bytes | None, str]:
+def gaps(missing: list[str], current: dict | None = None) -> str:
+    """The caption's gaps: each entry names its experiment first (``exp`` or ``exp (what)``); with the profile's
+    runs (``current``: experiment -> evaluations, ``tables.results.profile_runs``) an experiment this profile does
+    not run is "not run in this profile" (another profile's row), the rest "missing" (re-run Snakemake)."""
+    missing = list(dict.fromkeys(missing))
+    if current is None:
+        return _missing(missing)
+    absent = [entry for entry in missing if entry.split(" ", 1)[0] not in current]
+    return _missing([entry for entry in missing if entry not in absent]) + _missing(absent, "Not run in this profile")
+
+
+def eval_sweep(spec: dict, results: dict[Metric, Reproduced], current: dict | None = None) -> tuple[bytes | None, str]:
     """Kind ``eval_sweep``: each series is one experiment evaluated under the evaluations ``evals``; one
     point per evaluation, x and y the metrics ``x.key`` and ``y.key`` of that same result (mean ± std
     over seeds), joined in order of x. ``annotate`` writes the value of its metric beside each point.
@@ -117,13 +128,13 @@ def eval_sweep(spec: dict, results: dict[Metric, Reproduced]) -> tuple[bytes | N
                 axes.annotate(f"{note['label']} {format_float(value.mean, 2)}", (x, y), fontsize=8,
                               xytext=(3, 3), textcoords="offset points")
         plotted += len(points)
-    gaps = _missing(missing)
-    if not _finish(figure, axes, spec, plotted, gaps):
-        return None, f"{spec['title']}: no results yet.{gaps}"
+    gap = gaps(missing, current)
+    if not _finish(figure, axes, spec, plotted, gap):
+        return None, f"{spec['title']}: no results yet.{gap}"
     shown = ""
     if note:
         shown = f" Beside each point: {note['label']} ({note['key']})." + _missing(unannotated, f"No {note['key']} for")
-    return png(figure), f"{spec['title']} ({plotted} point(s)).{shown}{gaps}"
+    return png(figure), f"{spec['title']} ({plotted} point(s)).{shown}{gap}"
 
 
 def numbered(results: dict[Metric, Reproduced], experiment: str, eval_name: str, prefix: str) -> dict[int, Reproduced]:
@@ -136,7 +147,7 @@ def numbered(results: dict[Metric, Reproduced], experiment: str, eval_name: str,
     return dict(sorted(found.items()))
 
 
-def metric_curve(spec: dict, results: dict[Metric, Reproduced]) -> tuple[bytes | None, str]:
+def metric_curve(spec: dict, results: dict[Metric, Reproduced], current: dict | None = None) -> tuple[bytes | None, str]:
     """Kind ``metric_curve``: for each series (one experiment's result of evaluation ``eval``) the
     metrics ``{y.prefix}{i}`` found in it against i (mean ± std over seeds), e.g. reconstruction
     accuracy from the first k scales against k, or against the metrics ``{x.prefix}{i}`` when x names a
@@ -158,11 +169,11 @@ def metric_curve(spec: dict, results: dict[Metric, Reproduced]) -> tuple[bytes |
                       yerr=[value.std or 0.0 for value in curve.values()], fmt="o-", color=f"C{index % 10}",
                       label=series["label"], capsize=3)
         lengths.append(f"{series['label']}: i = {min(curve)}..{max(curve)}")
-    gaps = _missing(missing)
-    if not _finish(figure, axes, spec, len(lengths), gaps):
-        return None, f"{spec['title']}: no results yet.{gaps}"
+    gap = gaps(missing, current)
+    if not _finish(figure, axes, spec, len(lengths), gap):
+        return None, f"{spec['title']}: no results yet.{gap}"
     if spec["x"].get("log"):
         axes.set_xscale("log")
     elif not x_prefix:
         axes.xaxis.get_major_locator().set_params(integer=True)
-    return png(figure), f"{spec['title']} ({'; '.join(lengths)}; y = {prefix}i).{gaps}"
+    return png(figure), f"{spec['title']} ({'; '.join(lengths)}; y = {prefix}i).{gap}"

@@ -23,6 +23,7 @@ from tables.results import Metric, Reproduced
 
 from .curves import Curve
 from .document import Table
+from .figures import gaps as figure_gaps
 from .plotting import png, pyplot
 from .scaling import IsoRatio, Point, fit, iso_ratio, loggable
 
@@ -105,7 +106,7 @@ def _draw(axes, panel: dict, points: list[tuple[str, list[Point]]], reading: Iso
 
 
 def iso_ppl(spec: dict, results: dict[Metric, Reproduced], curves: dict[str, list[Curve]],
-            reported: dict[tuple[str, str, str], ReportedCell]) -> tuple[bytes | None, str, Table | None]:
+            reported: dict[tuple[str, str, str], ReportedCell], current: dict | None = None) -> tuple[bytes | None, str, Table | None]:
     """The panels as one figure, a caption with the ratios beside the paper's, and the table of the readings."""
     base, cand = spec["baseline"], spec["candidate"]
     missing: list[str] = []
@@ -122,7 +123,7 @@ def iso_ppl(spec: dict, results: dict[Metric, Reproduced], curves: dict[str, lis
         rows.append([panel["x"]["label"], format_float(reading.target, 2), _compact(reading.x_base),
                      _compact(reading.x_cand), _ratio_text(reading), paper.text if paper else "—",
                      direction(reading, paper)])
-    gaps = f" Missing results: {', '.join(dict.fromkeys(missing))}." if missing else ""
+    gaps = figure_gaps(missing, current)
     if not plotted:
         pyplot().close(figure)
         return None, f"{spec['title']}: no results yet.{gaps}", None

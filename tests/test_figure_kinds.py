@@ -112,6 +112,21 @@ def test_eval_sweep_draws_each_eval_of_each_experiment_and_names_the_missing(run
     assert ax.get_xlabel() == SPECS[spec_id]["x"]["label"] and ax.get_ylabel() == "Gen PPL"
 
 
+def test_a_row_another_profile_runs_is_not_run_here_not_missing(runs, tmp_path):
+    """With the profile's runs index, an experiment the profile does not run is named apart from a result that
+    is missing (re-run Snakemake); the report reads the index of its results."""
+    current = {"ncm_s": None, "ar_gpt2_ncm_s": None, "mdlm_s": None}   # no ncm_blockcausal_s in this profile
+    _, caption = eval_sweep(SPECS["ncm_fig5_nfe"], load_results(runs), current)
+    assert caption.endswith(" Missing results: mdlm_s (genppl_s128). Not run in this profile: ncm_blockcausal_s (genppl).")
+    index = {"runs": {f"{exp}/seed0": None for exp in current}}
+    (runs / "index.json").write_text(json.dumps(index))
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    (tables / "index.json").write_text(json.dumps({"papers": ["ncm"], "tables": [], "paper_info": {}}))
+    assert reports_main(["build", "--results", str(runs), "--tables", str(tables), "--out", str(tmp_path / "r")]) == 0
+    assert "Not run in this profile: ncm_blockcausal_s (genppl)." in (tmp_path / "r" / "report.md").read_text()
+
+
 def test_eval_sweep_averages_seeds_and_names_points_without_annotation(runs, drawn):
     write_result(runs, "ncm_s", "genppl", genppl(12, 4.0, 50.0, 4.1), seed=1)
     write_result(runs, "ar_gpt2_ncm_s", "genppl", {"samples/nfe": 128, "samples/time_s": 9.0, "genppl/ppl": 30.0})
