@@ -284,7 +284,7 @@ def main(argv=None) -> dict:
         result["target"] = {"ncm_over_ar_min": TARGET, "batch": TARGET_BATCH, "applies_to": "cpu", "paper": PAPER,
                             **judge_target(met, result["load_avg_1min"])}
     else:
-        result["target"] = {"ncm_over_ar_min": TARGET, "batch": TARGET_BATCH, "met": False,
+        result["target"] = {"ncm_over_ar_min": TARGET, "batch": TARGET_BATCH, "met": None, "measured_met": None,
                             "refused": f"batch {TARGET_BATCH} not measured (--batch {' '.join(map(str, a.batch))})"}
     if a.judge:
         judged = judge_arms({name: samples[name] for name in a.loaded}, a)

@@ -107,13 +107,14 @@ class _Reproducer:
         """Why a mapped cell has no value: this profile does not run it, runs it without measuring it (a metric
         that does not apply to the row), or ran it and its results are missing."""
         spec = self.specs[ref[0]]
-        run = [(experiment, result.eval) for result in self.result_refs(ref) for experiment in result.experiments
+        ran = [(experiment, result.eval) for result in self.result_refs(ref) for experiment in result.experiments
                if (self.corpus is None or spec.admits(ref[1], ref[2], (self.corpus,), experiment))
-               and experiment in self.current
-               and (self.current[experiment] is None or result.eval in self.current[experiment])]
-        if not run:
+               and experiment in self.current]
+        if not ran:
             return NOT_RUN
-        if any(pair in self.measured for pair in run):
+        # the experiment runs here: without that evaluation (the metric does not apply), or it ran and is missing
+        run = [(e, name) for e, name in ran if self.current[e] is None or name in self.current[e]]
+        if not run or any(pair in self.measured for pair in run):
             return NOT_MEASURED
         return RESULTS_MISSING
 

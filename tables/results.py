@@ -119,9 +119,10 @@ def run_folders(root: Path) -> list[Path]:
 
 
 def profile_runs(root: Path) -> dict[str, list[str] | None]:
-    """experiment -> the evaluations this profile runs for it (None: every one found), from the runs index."""
+    """experiment -> the evaluations this profile runs for it (None: every one found), from the runs index; a
+    listed run whose folder is gone still counts (its results are missing, not another profile's)."""
     current: dict[str, list[str] | None] = {}
-    for run, evals in listed_runs(root).items():
+    for run, evals in listed_runs(root, existing=False).items():
         known = current.get(run.parent.name, [])
         current[run.parent.name] = None if evals is None or known is None else sorted({*known, *evals})
     return current
@@ -150,8 +151,8 @@ def first_seed_result(root: Path, experiment: str, eval_name: str) -> Path | Non
     return by_seed[min(by_seed)] if by_seed else None
 
 
-def listed_runs(root: Path) -> dict[Path, list[str] | None]:
-    """Run folder -> the evaluations to read (None: every one found)."""
+def listed_runs(root: Path, existing: bool = True) -> dict[Path, list[str] | None]:
+    """Run folder -> the evaluations to read (None: every one found); ``existing``: only folders that exist."""
     if not root.is_dir():
         return {}
     index = root / RUNS_INDEX
@@ -162,7 +163,7 @@ def listed_runs(root: Path) -> dict[Path, list[str] | None]:
         runs = listed if isinstance(listed, dict) else dict.fromkeys(listed)
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
         raise DataError(index, None, "runs", f"unreadable run index ({error}); re-run snakemake to rewrite it") from None
-    return {root / run: evals for run, evals in runs.items() if (root / run).is_dir()}
+    return {root / run: evals for run, evals in runs.items() if not existing or (root / run).is_dir()}
 
 
 def result_files(root: Path) -> list[Path]:

@@ -125,6 +125,11 @@ def test_a_row_another_profile_runs_is_not_run_here_not_missing(runs, tmp_path):
     (tables / "index.json").write_text(json.dumps({"papers": ["ncm"], "tables": [], "paper_info": {}}))
     assert reports_main(["build", "--results", str(runs), "--tables", str(tables), "--out", str(tmp_path / "r")]) == 0
     assert "Not run in this profile: ncm_blockcausal_s (genppl)." in (tmp_path / "r" / "report.md").read_text()
+    # listed in the index but its folder gone: missing (re-run Snakemake), not another profile's
+    index["runs"]["ncm_blockcausal_s/seed0"] = None
+    (runs / "index.json").write_text(json.dumps(index))
+    assert reports_main(["build", "--results", str(runs), "--tables", str(tables), "--out", str(tmp_path / "r2")]) == 0
+    assert "Missing results: ncm_blockcausal_s (genppl), mdlm_s (genppl_s128)." in (tmp_path / "r2" / "report.md").read_text()
 
 
 def test_eval_sweep_averages_seeds_and_names_points_without_annotation(runs, drawn):

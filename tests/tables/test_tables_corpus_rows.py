@@ -54,3 +54,19 @@ def test_a_run_on_a_tables_corpus_with_no_row_of_its_own_fills_the_rows_naming_i
     got = cells(hand_paper, tmp_path)
     assert got["ts_ncm"].reproduced.mean == 50.0 and "trained on lm1b" in got["ts_ncm"].analogue
     assert got["lm1b_ncm"].reproduced is None and got["lm1b_ncm"].absent == NOT_RUN
+
+
+def test_a_run_without_the_evaluation_is_not_measured_and_a_lost_run_is_missing(hand_paper, tmp_path):
+    """The profile runs the experiment but not that evaluation: "not measured by this profile's runs", never
+    "not run in this profile"; a run the index lists whose folder is gone: "results missing"."""
+    from tables.build import NOT_MEASURED, RESULTS_MISSING
+
+    write_run(tmp_path, "ncm", LM1B, 90.0, "lm1b")
+    index = json.loads((tmp_path / "index.json").read_text())
+    index["runs"] = {"ncm/seed0": ["recon"]}                      # ncm runs here, without genppl
+    (tmp_path / "index.json").write_text(json.dumps(index))
+    assert cells(hand_paper, tmp_path)["lm1b_ncm"].absent == NOT_MEASURED
+    index["runs"] = {"ncm/seed0": ["genppl"], "ncm/seed1": ["genppl"]}  # seed 1 listed, its folder lost
+    (tmp_path / "index.json").write_text(json.dumps(index))
+    (tmp_path / "ncm" / "seed0" / "eval" / "genppl.json").unlink()
+    assert cells(hand_paper, tmp_path)["lm1b_ncm"].absent == RESULTS_MISSING
