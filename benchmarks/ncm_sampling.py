@@ -257,6 +257,10 @@ def main(argv=None) -> dict:
         p.error("--judge needs --runs (Gen PPL of untrained weights means nothing) and --tokenizer (to decode the ids)")
     if a.rounds < 2:
         p.error("--rounds must be >= 2 (median and IQR)")
+    small = [f"--{k.replace('_', '-')} {v}" for k, v in (("warmup", a.warmup), ("seq_len", a.seq_len), ("threads", a.threads))
+             if v < (0 if k == "warmup" else 1)] + [f"--batch {b}" for b in a.batch if b < 1]
+    if small:
+        p.error(f"{', '.join(small)}: give positive sizes (--warmup may be 0)")
     device = torch.device(a.device)
     torch.set_num_threads(a.threads)
     torch.set_flush_denormal(True)
@@ -267,7 +271,10 @@ def main(argv=None) -> dict:
             models[name], a.loaded[name] = load_arm(name, runs[name], a, device)
         else:
             torch.manual_seed(a.seed)
-            models[name] = build_model(arm_config(name, a), vocab_size=a.vocab, seq_len=a.seq_len).to(device).eval()
+            try:
+                models[name] = build_model(arm_config(name, a), vocab_size=a.vocab, seq_len=a.seq_len).to(device).eval()
+            except ValueError as error:  # a shape the model refuses (heads not dividing the width, K > L, ...)
+                raise BenchmarkError(f"the {name} arm at these sizes: {error}") from None
     load = MachineLoad()
     result = {"benchmark": "ncm_sampling",
               "config": {k: v for k, v in vars(a).items() if k != "loaded"} | {"temperature": TEMPERATURE},

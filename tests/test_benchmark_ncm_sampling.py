@@ -159,3 +159,19 @@ def test_trained_runs_are_loaded_and_judged(tmp_path):
         ncm_sampling.main([*base, "--scales", "3", "--runs", f"ncm={runs['ncm']}"])
     with pytest.raises(SystemExit):  # the judge needs trained runs
         ncm_sampling.main([*TINY, "--judge", str(tmp_path / "judge"), "--tokenizer", str(tmp_path / "tokenizer.json")])
+
+
+@pytest.mark.parametrize("change, words", [(["--batch", "0"], "--batch 0: give positive sizes"),
+                                           (["--warmup", "-1"], "--warmup -1: give positive sizes"),
+                                           (["--heads", "3"], "the ncm arm at these sizes:"),
+                                           (["--scales", "40"], "the ncm arm at these sizes:")])
+def test_bad_sizes_are_refused_in_one_line(change, words, tmp_path, capsys):
+    argv = [*TINY, *change, "--out", str(tmp_path / "r.json")]
+    try:
+        ncm_sampling.main(argv)
+    except SystemExit as stop:          # argparse: status 2, the message on stderr
+        assert stop.code == 2 and words in capsys.readouterr().err
+    except BenchmarkError as error:     # entry_point prints it as one line with status 2
+        assert words in str(error) and "\n" not in str(error)
+    else:
+        raise AssertionError(f"{change} was accepted")
