@@ -157,6 +157,11 @@ def main(argv=None) -> dict:
     a = p.parse_args(argv)
     if a.compare:
         traces = [read_trace(path) for path in a.compare]
+        if not set(traces[0]["models"]) & set(traces[1]["models"]):
+            from benchmarks.common import BenchmarkError
+
+            raise BenchmarkError(f"--compare: the traces share no model ({sorted(traces[0]['models'])} against "
+                                 f"{sorted(traces[1]['models'])}); trace the same --models on both hosts")
         result = compare(*traces)
         for name, r in result.items():
             f = r["first"]

@@ -136,11 +136,13 @@ def paper_summary(tables: list[dict]) -> list[Block]:
             by_fill.setdefault(table["layout"]["fill"], []).append(short_title(table["title"]))
         blocks.append(Paragraph("Not reproduced at this profile: " + "; ".join(
             f"{', '.join(names)} ({fill})" for fill, names in by_fill.items()) + "."))
-    unjudged = [short_title(table["title"]) for table, judged in per_table
-                if table["layout"]["status"] != "not run" and not judged]
-    if unjudged:
-        blocks.append(Paragraph("Reproduced, with no pair of rows to order against the paper: "
-                                + ", ".join(unjudged) + "."))
+    for status, words in (("reproduced", "Reproduced"), ("partial", "Reproduced in part (rows of other profiles "
+                                                                      "collapsed in the table)")):
+        unjudged = [short_title(table["title"]) for table, judged in per_table
+                    if table["layout"]["status"] == status and not judged]
+        if unjudged:
+            blocks.append(Paragraph(f"{words}, with no pair of rows to order against the paper: "
+                                    + ", ".join(unjudged) + "."))
     return blocks
 
 

@@ -78,3 +78,12 @@ def test_compare_refuses_what_is_not_a_trace_in_one_line(tmp_path):
     for name in ("other.json", "bad.json"):
         with pytest.raises(BenchmarkError, match="not a trace of python -m benchmarks.host_trace"):
             host_trace.main(["--compare", str(tmp_path / name), str(tmp_path / name)])
+
+
+def test_traces_with_no_model_in_common_are_refused(tmp_path):
+    from benchmarks.common import BenchmarkError
+
+    for name, models in (("a", {"gpt2": []}), ("b", {"ncm": []})):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"benchmark": "host_trace", "models": models}))
+    with pytest.raises(BenchmarkError, match="share no model"):
+        host_trace.main(["--compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")])

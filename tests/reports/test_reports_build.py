@@ -109,3 +109,18 @@ def test_a_real_corpus_report_has_no_oracle(tmp_path):
     text = (tmp_path / "report" / "report.md").read_text()
     assert "oracle" not in text.lower()
     assert "trained on stories, the paper on openwebtext" in text
+
+
+def test_tables_filled_in_part_are_not_called_reproduced():
+    """The first screen lists unjudged tables by how much of them ran here: whole, or in part."""
+    from reports.summary import paper_summary
+
+    def table(number, status):
+        return {"title": f"NCM Table {number}: t", "paper": "ncm", "table": f"table0{number}",
+                "layout": {"status": status, "fill": "small.yaml"}}
+
+    text = " ".join(block.text for block in paper_summary([table(3, "reproduced"), table(9, "partial"),
+                                                           table(5, "not run")]) if hasattr(block, "text"))
+    assert "Reproduced, with no pair of rows to order against the paper: Table 3." in text
+    assert "Reproduced in part (rows of other profiles collapsed in the table), with no pair of rows" in text
+    assert "Table 9." in text and "Not reproduced at this profile: Table 5 (small.yaml)." in text
