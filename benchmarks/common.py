@@ -109,6 +109,11 @@ def peak_rss_mib(build: Callable, name: str, args) -> float:
     return value
 
 
+def _loaded(load: float) -> bool:
+    """A 1-minute load above the cores: other work than the benchmark's own threads competed for them."""
+    return load > (os.cpu_count() or 1)
+
+
 class MachineLoad:
     """The 1-minute load average around a benchmark (``before`` at construction, ``after`` at ``finish``)."""
 
@@ -118,7 +123,7 @@ class MachineLoad:
     def finish(self) -> dict:
         """``{"before", "after", "cores", "loaded", "why"}``; ``loaded`` when either end exceeds the cores."""
         after = os.getloadavg()[0]
-        loaded = max(self.before, after) > self.cores
+        loaded = _loaded(self.before) or _loaded(after)
         why = (f"machine loaded: 1-minute load {self.before:.1f} before, {after:.1f} after, above its {self.cores} "
                "cores (other work competed for them); re-run on a quiet machine" if loaded else None)
         return {"before": self.before, "after": after, "cores": self.cores, "loaded": loaded, "why": why}
@@ -129,7 +134,7 @@ def wait_for_quiet(max_s: float = 120.0, poll_s: float = 5.0) -> float:
     started right after other work (``make gpu-check``'s smoke DAG) would otherwise be judged loaded by the
     average that work left behind."""
     start = time.monotonic()
-    while os.getloadavg()[0] > (os.cpu_count() or 1) and time.monotonic() - start < max_s:
+    while _loaded(os.getloadavg()[0]) and time.monotonic() - start < max_s:
         time.sleep(poll_s)
     return time.monotonic() - start
 

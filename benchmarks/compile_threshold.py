@@ -27,27 +27,18 @@ from types import SimpleNamespace
 import torch
 
 from benchmarks.common import MachineLoad, environment, interleaved_step_times, run_in_child, summarize
-from benchmarks.train_throughput import OPTIMIZER, SHAPES
+from benchmarks.train_throughput import SHAPES, build_arm
 from common.errors import entry_point
 from common.io import atomic_write_json
 
 
 def build_step(shape: SimpleNamespace, compiled: bool):
-    from models.registry import build_model
-    from trainer.train import compile_blocks, make_optimizer
+    """``train_throughput``'s "ours" arm (model, AdamW, one step), its blocks compiled in place when ``compiled``."""
+    from trainer.train import compile_blocks
 
-    torch.manual_seed(0)
-    model = build_model({"arch": "gpt2", "d_model": shape.d_model, "n_layer": shape.layers, "n_head": shape.heads},
-                        vocab_size=shape.vocab, seq_len=shape.seq)
+    model, step = build_arm("ours", shape)
     if compiled:
         compile_blocks(model)
-    opt = make_optimizer(model, OPTIMIZER)
-
-    def step(x):
-        model(x[:, :-1], x[:, 1:])["losses"]["ntp"].backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
     return step
 
 

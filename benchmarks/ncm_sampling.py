@@ -63,6 +63,7 @@ from common.io import atomic_write_json
 from evals.genppl.protocol import mean_entropy
 from models.ncm_tokenizer import SCHEDULES, block_flops
 from models.registry import build_model
+from models.token_lm import block_matmul_params
 
 TARGET = 8.0        # NCM / AR sampling speed-up on CPU
 TARGET_BATCH = 1    # ... at batch 1, the latency regime
@@ -131,7 +132,7 @@ def sampling_cost(ncm, ar, seq_len: int) -> dict:
     ncm_flops = sum(l * (gen.n_layer * fwd(gen, n) + 2 * gen.d_model * v) for l, n, v in zip(lengths, keys, ncm.sizes))
     ncm_flops += seq_len * (tok.decoder_layers * fwd(tok, seq_len) + 2 * tok.d_model * tok.vocab_size)
     a = ar.cfg
-    matmul = sum(p.numel() for name, p in ar.named_parameters() if p.dim() == 2 and ".blocks." in f".{name}")
+    matmul = a.n_layer * block_matmul_params(a)
     positions = range(1, seq_len)  # prompt at position 1, then L - 2 decoded tokens
     ar_flops = sum(2 * matmul + 4 * a.d_model * t * a.n_layer + 2 * a.d_model * a.vocab_size for t in positions)
     cost = {"ncm": {"calls": ncm.K + 1, "block_calls": ncm.K * gen.n_layer + tok.decoder_layers,
