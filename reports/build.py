@@ -115,10 +115,10 @@ def _audit_blocks(audit: dict, paper: str) -> list[Block]:
 
 
 def _analogue_blocks(spec: dict, runs: Path, results: dict[Metric, Reproduced], curves: dict[str, list[Curve]],
-                     reported: dict[tuple[str, str, str], ReportedCell], figures: _Figures) -> list[Block]:
-    """One entry of figures.yaml, drawn by its kind."""
-    # what this profile runs (its runs index; without one nothing tells): other profiles' rows are "not run"
-    current = profile_runs(runs) if (runs / RUNS_INDEX).is_file() else None
+                     reported: dict[tuple[str, str, str], ReportedCell], figures: _Figures,
+                     current: dict | None) -> list[Block]:
+    """One entry of figures.yaml, drawn by its kind; ``current``: what this profile runs (other profiles' rows
+    are "not run in this profile"), None without a runs index."""
     if spec["kind"] == "iso_ppl":
         image, caption, table = iso_ppl(spec, results, curves, reported, current)
         return [figures.block(spec["id"], image, caption)] + ([Paragraph("Iso-PPL readings:"), table] if table else [])
@@ -178,6 +178,7 @@ class _Inputs:
     analogues: list[dict]
     reported: dict[str, dict[tuple[str, str, str], ReportedCell]]
     drawn: dict[tuple, str] = field(default_factory=dict)  # experiments of a curve figure -> where it is drawn
+    current: dict | None = None  # experiment -> evaluations this profile runs (its runs index; None: no index)
 
 
 def _paper_blocks(paper: str, heading: str, tables: list[dict], context: _Inputs, figures: _Figures) -> list[Block]:
@@ -191,7 +192,8 @@ def _paper_blocks(paper: str, heading: str, tables: list[dict], context: _Inputs
         figure_blocks += _figure_blocks(table, context.curves, context.drawn, figures)
     for spec in (spec for spec in context.analogues if spec["paper"] == paper):
         figure_blocks += [Heading(4, spec["title"]), *_analogue_blocks(
-            spec, context.runs, context.results, context.curves, context.reported.get(paper, {}), figures)]
+            spec, context.runs, context.results, context.curves, context.reported.get(paper, {}), figures,
+            context.current)]
     return blocks + ([Heading(3, "Figures"), *figure_blocks] if figure_blocks else [])
 
 
@@ -308,7 +310,8 @@ def build_report(runs: Path, tables: Path, out: Path) -> list[Block]:
     audit = tables / "audit.json"
     context = _Inputs(runs, json.loads(audit.read_text()) if audit.exists() else None, load_results(runs),
                       read_curves(runs), load_figure_specs(),
-                      {paper.paper: paper.cells for paper in load_reported(load_specs()).values()})
+                      {paper.paper: paper.cells for paper in load_reported(load_specs()).values()},
+                      current=profile_runs(runs) if (runs / RUNS_INDEX).is_file() else None)
     for paper in index["papers"]:
         blocks += _paper_blocks(paper, _heading(index, paper), built[paper], context, figures)
     blocks += _unlisted_blocks(context, figures)
