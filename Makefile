@@ -22,7 +22,7 @@ export TOKENIZERS_PARALLELISM ?= false
 
 SMOKE      ?= $(wildcard config/paper-*.yaml) config/small.yaml $(wildcard config/examples/*.yaml)
 
-.PHONY: reproduce test test-fast smoke gpu-check bench bench-gpu lint verify-local clean findings constraints floors
+.PHONY: reproduce test test-fast smoke gpu-check bench host-trace bench-gpu lint verify-local clean findings constraints floors
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -82,6 +82,11 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.ncm_sampling
 	$(BIN)/python -m benchmarks.dlcm_attention
 	$(BIN)/python -m benchmarks.compile_threshold
+
+# this host's per-operation trace of one training step of each embedded model, compared with the AMD EPYC
+# reference the repository ships (benchmarks/reference/): names the first operation whose output differs
+host-trace: $(STAMP)
+	$(BIN)/python -m benchmarks.host_trace --against --out results/benchmarks/host_trace.json
 
 # on a GPU machine (install a CUDA torch: TORCH_SPEC): config/small.yaml's smoke mode on the GPU (one run per
 # model family, every evaluation kind) and bench-gpu, figures in results/benchmarks/gpu_check.json

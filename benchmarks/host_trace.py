@@ -12,6 +12,8 @@ unless already set. Run it on each host, then compare:
 
     python -m benchmarks.host_trace --out trace_A.json            # on host A, then on host B
     python -m benchmarks.host_trace --compare trace_A.json trace_B.json
+    python -m benchmarks.host_trace --against REFERENCE                 # trace this host, compare with the
+                                                                        # AMD EPYC trace the repository ships
 
 ``--compare`` prints, per model, the first operation whose output differs (its index, name, module and
 input shapes), how many of the operations differ, and the two hosts' fingerprints. On one host two traces
@@ -21,6 +23,7 @@ vectorised operation (a test).
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import os
@@ -29,6 +32,8 @@ from pathlib import Path
 
 from common.provenance import host_pins
 
+REFERENCE = Path(__file__).resolve().parent / "reference" / "host_trace_amd_epyc.json.gz"  # `make host-trace`
+SOURCES = ("models", "trainer", "common")  # the code a trace runs: a different hash, other operations
 MODELS = {"gpt2": "base_gpt2_s", "dlcm": "dlcm_s", "ncm": "ncm_s", "mdlm": "mdlm_s"}
 VOCAB = 2048      # the embedded BPE's size
 BATCH = 2         # windows per step: small, every operation still runs
@@ -108,6 +113,15 @@ def trace_model(name: str, seed: int = 0) -> list[dict]:
     return ops
 
 
+def code_hash(root: Path = Path(__file__).resolve().parents[1]) -> str:
+    """sha256 over the Python sources a trace runs (``SOURCES`` under ``root``), path and bytes: two traces of
+    equal hashes ran the same code, so a difference between them is the hosts'."""
+    h = hashlib.sha256()
+    for path in sorted(f for d in SOURCES for f in (root / d).rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def compare(a: dict, b: dict) -> dict:
     """Per model: the first differing operation (where one trace ends early: the first operation the other has
     beyond it, ``"only_in"`` naming which) and the count of differing ones; a model in one trace only is listed
@@ -130,20 +144,21 @@ def compare(a: dict, b: dict) -> dict:
     return report
 
 
-def read_trace(path: str) -> dict:
-    """A trace this module wrote, or a one-line error naming what is wrong with the file."""
+def read_trace(path: str, flag: str = "--compare") -> dict:
+    """A trace this module wrote (plain or gzipped JSON), or a one-line error naming what is wrong with it."""
     from benchmarks.common import BenchmarkError
 
     if not Path(path).is_file():
-        raise BenchmarkError(f"--compare {path}: no such file; write it on its host with "
+        raise BenchmarkError(f"{flag} {path}: no such file; write it on its host with "
                              f"python -m benchmarks.host_trace --out {path}")
     try:
-        trace = json.loads(Path(path).read_text())
+        raw = Path(path).read_bytes()
+        trace = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
         if trace.get("benchmark") != "host_trace" or not isinstance(trace.get("models"), dict):
             raise ValueError("not a trace")
         return trace
-    except (ValueError, AttributeError):
-        raise BenchmarkError(f"--compare {path}: not a trace of python -m benchmarks.host_trace; "
+    except (ValueError, AttributeError, OSError, EOFError):
+        raise BenchmarkError(f"{flag} {path}: not a trace of python -m benchmarks.host_trace; "
                              "pass the --out files of two such runs") from None
 
 
@@ -154,36 +169,57 @@ def main(argv=None) -> dict:
     p.add_argument("--threads", type=int, default=1, help="the DAG's training jobs run on one thread")
     p.add_argument("--out", default="results/benchmarks/host_trace.json")
     p.add_argument("--compare", nargs=2, metavar="TRACE", help="two traces (one per host): the first differing op")
+    p.add_argument("--against", metavar="TRACE", nargs="?", const=str(REFERENCE),
+                   help=f"trace this host (to --out), then compare with TRACE (default: {REFERENCE.name})")
     a = p.parse_args(argv)
+    if a.against:
+        reference = read_trace(a.against, "--against")  # before the tracing: a bad path costs nothing
+        return report(reference, trace(a), (a.against, a.out))
     if a.compare:
-        traces = [read_trace(path) for path in a.compare]
-        if not set(traces[0]["models"]) & set(traces[1]["models"]):
-            from benchmarks.common import BenchmarkError
+        return report(*[read_trace(path) for path in a.compare], a.compare)
+    return trace(a)
 
-            raise BenchmarkError(f"--compare: the traces share no model ({sorted(traces[0]['models'])} against "
-                                 f"{sorted(traces[1]['models'])}); trace the same --models on both hosts")
-        result = compare(*traces)
-        for name, r in result.items():
-            f = r["first"]
-            if r["ops"] is None:
-                print(f"{name:5s} traced in {r['only_in']} only")
-                continue
-            print(f"{name:5s} {r['differing']} of {r['ops'][0]} / {r['ops'][1]} ops differ" + (
-                "" if f is None else f"; first #{f['index']} {f['op']} in {f['module']} on {f['shapes']}"
-                + (f" (in {f['only_in']} only: the other trace ends there)" if "only_in" in f else "")))
-        for label, path, t in zip("AB", a.compare, traces):
-            print(f"{label} {path}: {t.get('host_line', 'host unknown')}")
-        return result
+
+def report(trace_a: dict, trace_b: dict, paths) -> dict:
+    """Print and return ``compare``'s per-model result for two traces, with their hosts and code."""
+    traces = [trace_a, trace_b]
+    if not set(traces[0]["models"]) & set(traces[1]["models"]):
+        from benchmarks.common import BenchmarkError
+
+        raise BenchmarkError(f"--compare: the traces share no model ({sorted(traces[0]['models'])} against "
+                             f"{sorted(traces[1]['models'])}); trace the same --models on both hosts")
+    result = compare(*traces)
+    for name, r in result.items():
+        f = r["first"]
+        if r["ops"] is None:
+            print(f"{name:5s} traced in {r['only_in']} only")
+            continue
+        print(f"{name:5s} {r['differing']} of {r['ops'][0]} / {r['ops'][1]} ops differ" + (
+            "" if f is None else f"; first #{f['index']} {f['op']} in {f['module']} on {f['shapes']}"
+            + (f" (in {f['only_in']} only: the other trace ends there)" if "only_in" in f else "")))
+    for label, path, t in zip("AB", paths, traces):
+        print(f"{label} {path}: {t.get('host_line', 'host unknown')}; code {t.get('code', 'unknown')} "
+              f"(commit {t.get('commit', 'unknown')[:12]})")
+    if traces[0].get("code") != traces[1].get("code"):
+        print("the two traces ran different code (their `code` hashes differ): differences may be the code's, "
+              "not the hosts'; trace both at one commit")
+    return result
+
+
+def trace(a) -> dict:
+    """Trace this host: every model of ``a.models``, written to ``a.out``."""
     for key, value in host_pins().items():  # as the DAG's jobs run (workflows/common.smk; none off x86)
         os.environ.setdefault(key, value)
     import torch
 
     from benchmarks.common import environment
     from common.io import atomic_write_json
+    from common.provenance import git_state
 
     torch.set_num_threads(a.threads)
     env = environment(a.threads, torch.device("cpu"))
     result = {"benchmark": "host_trace", "config": vars(a), "host": env["host"], "host_line": env["host_line"],
+              "code": code_hash(), "commit": git_state()[0],
               "models": {name: trace_model(name, a.seed) for name in a.models}}
     atomic_write_json(a.out, result)
     print(", ".join(f"{n} {len(ops)} ops" for n, ops in result["models"].items()) + f"; {env['host_line']}  -> {a.out}")

@@ -87,3 +87,38 @@ def test_traces_with_no_model_in_common_are_refused(tmp_path):
         (tmp_path / f"{name}.json").write_text(json.dumps({"benchmark": "host_trace", "models": models}))
     with pytest.raises(BenchmarkError, match="share no model"):
         host_trace.main(["--compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")])
+
+
+def test_the_shipped_reference_is_a_gzipped_trace_of_every_model_with_its_code(tmp_path, capsys):
+    ref = host_trace.read_trace(str(host_trace.REFERENCE))
+    assert sorted(ref["models"]) == sorted(host_trace.MODELS) and all(len(ops) > 500 for ops in ref["models"].values())
+    assert ref["host"]["vendor"] == "AuthenticAMD" and len(ref["code"]) == 16 and len(ref["commit"]) == 40
+    # the same trace, plain, against the gzipped one: equal; a trace of other code is said to be one
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({**ref, "code": "0" * 16}))
+    r = host_trace.main(["--compare", str(host_trace.REFERENCE), str(plain)])
+    assert all(m["differing"] == 0 for m in r.values())
+    assert "ran different code" in capsys.readouterr().out
+
+
+def test_against_refuses_a_missing_or_damaged_reference_before_tracing(tmp_path, monkeypatch):
+    from benchmarks.common import BenchmarkError
+
+    monkeypatch.setattr(host_trace, "trace", lambda a: pytest.fail("traced before the reference was read"))
+    with pytest.raises(BenchmarkError, match=r"^--against .*missing\.json\.gz: no such file"):
+        host_trace.main(["--against", str(tmp_path / "missing.json.gz")])
+    damaged = tmp_path / "damaged.json.gz"
+    damaged.write_bytes(host_trace.REFERENCE.read_bytes()[:1000])   # a cut download
+    with pytest.raises(BenchmarkError, match="not a trace of python -m benchmarks.host_trace"):
+        host_trace.main(["--against", str(damaged)])
+
+
+def test_the_code_hash_changes_with_a_model_source_and_only_with_the_traced_code(tmp_path):
+    for folder in ("models", "trainer", "common", "tables"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "a.py").write_text("x = 1\n")
+    before = host_trace.code_hash(tmp_path)
+    (tmp_path / "tables" / "a.py").write_text("x = 2\n")        # not run by a trace
+    assert host_trace.code_hash(tmp_path) == before
+    (tmp_path / "models" / "a.py").write_text("x = 2\n")
+    assert host_trace.code_hash(tmp_path) != before
