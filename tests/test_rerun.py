@@ -237,3 +237,22 @@ def test_a_full_disk_during_a_checkpoint_is_one_line_and_leaves_nothing_partial(
     for exp in EXPERIMENTS:
         assert weights(workdir, exp).keys() == weights(reference, exp).keys()
         assert all(bool((weights(workdir, exp)[k] == weights(reference, exp)[k]).all()) for k in weights(reference, exp))
+
+
+@pytest.mark.slow
+def test_a_changed_setting_retrains_in_a_results_folder_without_snakemake_metadata(reference, tmp_path):
+    workdir = tmp_path
+    shutil.copytree(reference / "results", workdir / "results")   # copied without .snakemake/: no metadata
+    config = rerun_profile()
+    config["experiments"][1]["overrides"]["train.lr"] = 1e-3
+    (workdir / "micro.yaml").write_text(yaml.safe_dump(config))
+    plan = snakemake(workdir, *targets(workdir), "-n")
+    assert plan.returncode == 0, plan.stderr[-2000:]
+    planned = plan.stdout + plan.stderr
+    assert "runs/pm_s/seed0/final/model.safetensors" in planned and "runs/base_s/seed0/final" not in planned, planned[-3000:]
+    run = snakemake(workdir, *targets(workdir))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert result(workdir, "pm_s")["config"]["train"]["lr"] == 1e-3
+    assert result(workdir, "base_s") == result(reference, "base_s")  # its settings did not change: kept
+    again = snakemake(workdir, *targets(workdir), "-n")
+    assert "Nothing to be done" in again.stdout + again.stderr, (again.stdout + again.stderr)[-2000:]

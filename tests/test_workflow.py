@@ -139,17 +139,25 @@ def test_changing_one_experiment_reruns_only_it(workdir):
 
 @pytest.mark.slow
 def test_results_of_another_config_are_refused_when_snakemake_lost_its_metadata(workdir, tmp_path):
-    """A results folder copied elsewhere (its .snakemake left behind), then the profile edited: Snakemake plans
-    no training, and the tables job refuses the runs made with the old settings in one line, with the fix, and
-    withdraws the report built from the old tables."""
+    """A results folder copied elsewhere (its .snakemake left behind), then the profile edited: the settings
+    stamp plans the changed run's re-training; and a run whose config.json is made to say the new settings by
+    hand and dated as before, so that nothing re-trains, is refused by the tables job in one line, with the
+    fix, and the report built from the old tables is withdrawn."""
     copy = tmp_path / "copy"
-    shutil.copytree(workdir, copy, ignore=shutil.ignore_patterns(".snakemake"))
+    shutil.copytree(workdir, copy, ignore=shutil.ignore_patterns(".snakemake", ".stamps"))
     config = micro_profile()
     config["experiments"][1]["overrides"]["train.lr"] = 1e-3
     (copy / "micro.yaml").write_text(yaml.safe_dump(config))
+    plan = snakemake(copy, "--cores", "2", "-n")
+    trains = re.findall(r"output: results/micro/runs/(\w+)/seed0/final/model.safetensors", plan.stdout)
+    assert plan.returncode == 0 and trains == ["pm_s"], plan.stdout[-2000:]  # base_s's settings did not change
+    settings = copy / "results/micro/runs/pm_s/seed0/config.json"
+    then = settings.stat()
+    settings.write_text((copy / ".stamps" / "results/micro/runs/pm_s/seed0/config.json").read_text() + "\n")
+    os.utime(settings, ns=(then.st_atime_ns, then.st_mtime_ns))   # edited, dated as before: nothing re-runs
     run = snakemake(copy, "--cores", "2")
     assert run.returncode != 0
-    assert "rule pretrain" not in run.stdout + run.stderr  # nothing would have been re-trained
+    assert "rule pretrain" not in run.stdout + run.stderr  # the settings file agrees: nothing re-trained
     assert ("1 run(s) hold results of another config or other files than the profile's: results/micro/runs/pm_s/seed0 (train differ); "
             "re-run them (snakemake --forcerun results/micro/runs/pm_s/seed0/config.json") in run.stdout + run.stderr
     assert not (copy / "results/micro/report/report.html").exists()  # the old report is withdrawn, not left on show

@@ -53,6 +53,7 @@ CLI = f"{PYTHON} -m workflows.cli"
 OUT = "results" if PROFILE["profile"] == "embedded" else f"results/{PROFILE['profile']}"
 # A token split or checkpoint edited after its job wrote it is refused here, before any job (common/verify.py).
 from common.verify import damaged
+from workflows.stamps import want
 
 _damaged = damaged(OUT, [f"{e}/seed{s}" for e, exp in EXPERIMENTS.items() for s in exp["seeds"]])
 if _damaged:
@@ -282,6 +283,14 @@ def logged(command):
 # Settings files: the params' JSON text, byte for byte, through the suite's atomic writer (common.io);
 # a change of the resolved settings changes the params and re-runs exactly the affected jobs.
 WRITE_JSON = f"printf '%s\\n' {{params.json:q}} | {PYTHON} -m common.io {{output}}"
+
+
+def settings_stamp(pattern, settings):
+    """Input function of a settings rule: the stamp (workflows.stamps) holding what its file ``pattern`` should
+    hold, ``settings(wildcards)``: newer than the file when they differ, so a changed profile re-writes it and
+    re-runs what reads it even where Snakemake's metadata is gone (a copied results folder)."""
+    return lambda wildcards: str(want(pattern.format(**dict(wildcards.items())), settings(wildcards)))
+
 
 
 def folder_of_input(name, up=1):

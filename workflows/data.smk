@@ -2,6 +2,8 @@
 
 
 rule data_settings:
+    input:
+        want=settings_stamp(f"{DS}/settings.json", data_settings_json),
     output:
         f"{DS}/settings.json",
     params:

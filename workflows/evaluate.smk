@@ -67,6 +67,8 @@ rule evaluate_boundaries:
 # The settings file of a profile entry that is no training run (a scaling law, a kernel benchmark): its
 # result re-runs when they change.
 rule entry_config:
+    input:
+        want=settings_stamp(f"{RUNS}/{{entry}}/seed0/config.json", entry_settings_json),
     output:
         f"{RUNS}/{{entry}}/seed0/config.json",
     params:

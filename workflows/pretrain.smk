@@ -9,6 +9,8 @@
 
 
 rule run_config:
+    input:
+        want=settings_stamp(f"{RUN}/config.json", run_settings_json),
     output:
         f"{RUN}/config.json",
     params:
