@@ -23,6 +23,10 @@ class ReproError(Exception):
     """An error whose message names the file or key at fault and what to do."""
 
 
+class CheckpointError(ReproError, RuntimeError):
+    """A checkpoint is truncated, corrupted or belongs to another configuration."""
+
+
 def entry_point(command: Callable) -> Callable[[list[str] | None], int]:
     """``command(argv)`` as a command line's ``main(argv=None) -> int``: the status it returns (0 unless an
     int), or ``USER_ERROR`` with its ``ReproError`` as one line on stderr; any other exception propagates."""

@@ -2,7 +2,7 @@
 at the rows a profile's ``kernel_benchmarks`` entry names. Writes ``results/runs/<id>/seed0/eval/kernel.json``,
 which the tables read like any evaluation (``tables/specs/dlcm/table06.yaml``).
 
-The timing is ``benchmarks.dlcm_attention`` (arms interleaved, order rotated every round, medians): its
+The timing is ``evals.dlcm_kernels`` (arms interleaved, order rotated every round, medians): its
 ``replicate`` arm is the ``flash`` column (K, V of the concepts gathered to the token positions, one causal
 SDPA call, which PyTorch dispatches to its flash kernel on CPU and CUDA: the paper's FlashAttention varlen
 plus concept replication, batch 1), its ``flex_compiled`` (or ``flex_eager``) arm the ``flex`` column, and
@@ -57,7 +57,7 @@ def measure(kernel_id: str, settings: dict, threads: int) -> tuple[dict, dict]:
     """(metrics, details) of every row: ``<row>/flex_ms``, ``<row>/flash_ms``, ``<row>/mask_ms`` (medians)."""
     import torch
 
-    from benchmarks.dlcm_attention import run_case
+    from evals.dlcm_kernels import run_case
 
     torch.set_num_threads(threads)
     device, dtype, dtype_name = _device_dtype(settings)

@@ -30,7 +30,7 @@ from common.errors import ReproError
 from common.io import atomic_write_json
 from evals.result import settings_record
 from evals.scaling_law import LawPoint, fit, fit_to_result, identifiability, log_residual_sd, predict, r2_rmse
-from trainer.metrics import read_rows
+from trainer.metrics import read_rows, validation_tokens
 
 
 class LawDataError(ReproError, ValueError):
@@ -121,19 +121,16 @@ def evaluate_law(law_id: str, settings: dict, runs: dict[str, Path], out_path: P
     return record
 
 
-def profile_grid(config: dict, law_id: str, vocab_size: int | None = None) -> tuple[list[LawPoint], list[LawPoint]]:
-    """The (N, D, R, P) points a profile's law would fit and hold out, before anything trains: each grid
-    experiment's model is built (vocabulary ``vocab_size``, default the profile's tokenizer's) for N and P
-    as its boundaries evaluation counts them (``evals.boundaries.parameter_share``), R its target, D the
-    tokens of the validation rows from ``fit_from`` on, one run per seed. Losses are placeholders (1.0):
-    the grid for ``evals.scaling_law.identifiability``. Returns (fitted, held out)."""
+def profile_grid(experiments: dict, settings: dict, vocab: int) -> tuple[list[LawPoint], list[LawPoint]]:
+    """The (N, D, R, P) points a law would fit and hold out, before anything trains: ``experiments`` a
+    profile's resolved experiments, ``settings`` its law's (``workflows.experiments.scaling_laws``). Each
+    grid experiment's model is built (vocabulary ``vocab``) for N and P as its boundaries evaluation counts
+    them (``evals.boundaries.parameter_share``), R its target, D the tokens of the validation rows from
+    ``fit_from`` on, one run per seed. Losses are placeholders (1.0): the grid for
+    ``evals.scaling_law.identifiability``. Returns (fitted, held out)."""
     from evals.boundaries import parameter_share
     from models.registry import build_model
-    from workflows.experiments import _law_tokens, resolve, scaling_laws
 
-    experiments = resolve(config)
-    settings = scaling_laws(config, experiments)[law_id]
-    vocab = vocab_size or config["tokenizer"]["vocab_size"]
     fitted, held = [], []
     for exp_id in settings["experiments"]:
         exp = experiments[exp_id]
@@ -141,7 +138,7 @@ def profile_grid(config: dict, law_id: str, vocab_size: int | None = None) -> tu
                             seq_len=exp["model"]["seq_len"])
         share = parameter_share(model)
         for seed in exp["seeds"]:
-            for d in sorted(_law_tokens(exp, settings["fit_from"])):
+            for d in sorted(validation_tokens(exp, settings["fit_from"])):
                 point = LawPoint(f"{exp_id}/seed{seed}", share["params/non_embedding"], float(d),
                                  float(model.cfg.target_ratio), share["params/concept_share"], 1.0)
                 (held if exp_id in settings["holdout"] else fitted).append(point)

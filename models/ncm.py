@@ -56,6 +56,7 @@ from typing import Literal
 import torch
 from torch import nn
 
+from common.errors import CheckpointError
 from models.blocks import KVCache, Segments, init_weights, make_norm
 from models.fields import check_keys
 from models.losses import weighted_linear_cross_entropy
@@ -63,6 +64,7 @@ from models.ncm_tokenizer import (NCMTokenizer, NCMTokenizerConfig, NCMTransform
                                   make_ncm_block)
 from models.token_lm import filter_logits as token_filter_logits
 from models.token_lm import sample_next
+from models.weights import load_model_weights
 
 
 @dataclass(frozen=True)
@@ -187,8 +189,6 @@ class NCM(nn.Module):
         An upstream ``ncm`` run (two-stage training, seed 002 Sec. 3.4: the generator first trained on
         unpaired target-side text, then on pairs): its whole generator, its tokenizer included, is the
         starting point; the source prefix's parameters, which it has not, keep their initialisation."""
-        from trainer.checkpoint import CheckpointError, load_model_weights
-
         final_dir = Path(final_dir)
         manifest_path = final_dir / "manifest.json"
         upstream = json.loads(manifest_path.read_text()).get("config", {}).get("model", {}) if manifest_path.is_file() else {}
@@ -205,8 +205,6 @@ class NCM(nn.Module):
         self._load_tokenizer(final_dir)
 
     def _load_tokenizer(self, final_dir: Path) -> None:
-        from trainer.checkpoint import CheckpointError, load_model_weights
-
         final_dir = Path(final_dir)
         manifest_path = final_dir / "manifest.json"
         if manifest_path.is_file():

@@ -45,7 +45,7 @@ def write_docs(path: Path, n: int, seed: int) -> None:
 @pytest.fixture(scope="session")
 def tiny_data(tmp_path_factory) -> dict:
     """{'root', 'corpus', 'tokenizer', 'tokens'} of a tiny local corpus, built with the real code."""
-    from corpora.sources import write_corpus
+    from corpora.corpus import write_corpus
     from corpora.tokenization import load_tokenizer, tokenize_corpus, train_bpe
 
     root = tmp_path_factory.mktemp("tiny_data")

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from corpora.sources import HF_CORPORA, CorpusError, HFCorpus, hf_documents, local_documents, write_corpus
+from corpora.corpus import write_corpus
+from corpora.sources import HF_CORPORA, CorpusError, HFCorpus, hf_documents, local_documents
 from corpora.tokenization import TokenizerError, check_tokenizer, load_tokenizer
 from trainer.data import open_split, read_manifest
 

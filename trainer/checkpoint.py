@@ -42,16 +42,13 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from common.errors import ReproError
+from common.errors import CheckpointError
 from common.io import WriteError, atomic_write, atomic_write_json, atomic_write_text, remove_debris, sha256_file
+from models.weights import load_model_weights
 
 MARKER = "COMPLETE"
 METRICS = "metrics.jsonl"
 SHARDS = "shards"  # a sharded checkpoint's folder of torch.distributed.checkpoint files
-
-
-class CheckpointError(ReproError, RuntimeError):
-    """A checkpoint is truncated, corrupted or belongs to another configuration."""
 
 
 def weight_tensors(model: torch.nn.Module | dict) -> dict[str, torch.Tensor]:
@@ -98,23 +95,6 @@ def load_optimizer(opt: torch.optim.Optimizer, tensors: dict[str, torch.Tensor],
             _, i, k = key.split(".", 2)
             state.setdefault(int(i), {})[k] = v
     opt.load_state_dict({"state": state, "param_groups": param_groups})
-
-
-def load_model_weights(model: torch.nn.Module, path: Path, allow_missing: tuple[str, ...] = ()) -> None:
-    """Load ``path`` into ``model``; every parameter must be there and fit, except those whose names start
-    with one of ``allow_missing`` (parts an earlier stage did not have: NCM's source prefix)."""
-    try:
-        weights = load_file(str(path))
-    except Exception as e:  # safetensors raises its own error types for truncated headers
-        raise CheckpointError(f"{path}: unreadable weights ({e}); delete it and re-run the stage that wrote it") from e
-    missing, unexpected = model.load_state_dict(weights, strict=False)
-    current = model.state_dict()
-    stored_ptrs = {current[n].data_ptr() for n in weights if n in current}
-    missing = [n for n in missing if current[n].data_ptr() not in stored_ptrs  # tied copies are not missing
-               and not n.startswith(allow_missing or ("\0",))]
-    if missing or unexpected:
-        raise CheckpointError(f"{path}: weights do not fit this model (missing {missing[:3]}, unexpected "
-                              f"{unexpected[:3]}); the checkpoint belongs to another model config")
 
 
 def save_checkpoint(ckpt_root: Path, step: int, model, opt, state: dict, keep: int = 2,

@@ -11,6 +11,7 @@ Snakemake deleting the outputs of the failed job).
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from common.io import atomic_write_text
@@ -34,6 +35,14 @@ def validation_steps(train: dict, first: int = 1) -> list[int]:
     every, steps = train["eval_interval"], train["steps"]
     start = -(-max(first, 1) // every) * every  # the first multiple of eval_interval at or after first
     return sorted(set(range(start, steps + 1, every)) | ({steps} if steps >= first else set()))
+
+
+def validation_tokens(exp: dict, fit_from: float) -> set[int]:
+    """Training tokens at the validation rows a run (a resolved experiment) logs from ``fit_from`` of its
+    training on: the D of its scaling-law points (``evals.scaling_fit``)."""
+    t = exp["train"]
+    per_step = t["batch_size"] * exp["model"]["seq_len"]
+    return {s * per_step for s in validation_steps(t, math.ceil(fit_from * t["steps"]))}
 
 
 class MetricsLog:

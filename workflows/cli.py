@@ -37,7 +37,7 @@ def _json(path: str) -> dict:
 
 
 def corpus(a):
-    from corpora.sources import write_corpus
+    from corpora.corpus import write_corpus
 
     m = write_corpus(_json(a.settings)["corpus"], Path(a.out))
     print(f"corpus {m['id']}: " + ", ".join(f"{s} {v['n_docs']} docs" for s, v in m["splits"].items()))

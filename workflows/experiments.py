@@ -623,7 +623,9 @@ def scaling_laws(config: dict, experiments: dict, source: str = "config") -> dic
             raise ConfigError(f"{where}.experiments: {problem} (the runs left after the hold-out, counted from "
                               "their weight matrices); add experiments or hold fewer out")
         fit_from = entry.get("fit_from", LAW_DEFAULTS["fit_from"])
-        tokens = {e: _law_tokens(experiments[e], fit_from) for e in fitted}
+        from trainer.metrics import validation_tokens
+
+        tokens = {e: validation_tokens(experiments[e], fit_from) for e in fitted}
         n_d, n_points = len(set().union(*tokens.values())), sum(len(t) * len(experiments[e]["seeds"]) for e, t in tokens.items())
         if n_d < 3 or n_points <= 11:
             raise ConfigError(f"{where}: the fitted runs log {n_points} validation losses at {n_d} token count(s) from "
@@ -631,16 +633,6 @@ def scaling_laws(config: dict, experiments: dict, source: str = "config") -> dic
                               "train.eval_interval of the grid's runs or fit_from")
         laws[law_id] = {**LAW_DEFAULTS, **entry, "experiments": grid}
     return laws
-
-
-def _law_tokens(exp: dict, fit_from: float) -> set[int]:
-    """Training tokens of the validation rows the trainer logs from ``fit_from`` of training on: the D of a
-    run's law points."""
-    from trainer.metrics import validation_steps
-
-    t = exp["train"]
-    per_step = t["batch_size"] * exp["model"]["seq_len"]
-    return {s * per_step for s in validation_steps(t, math.ceil(fit_from * t["steps"]))}
 
 
 def _law_shape(model: dict) -> tuple[float, float, float]:

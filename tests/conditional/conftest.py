@@ -22,7 +22,7 @@ def write_pairs(path, n: int, seed: int) -> None:
 
 @pytest.fixture(scope="session")
 def tiny_pairs(tmp_path_factory) -> dict:
-    from corpora.sources import write_corpus
+    from corpora.corpus import write_corpus
     from corpora.tokenization import load_tokenizer, tokenize_pairs, train_bpe
 
     root = tmp_path_factory.mktemp("tiny_pairs")

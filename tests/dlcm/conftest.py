@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from corpora.sources import write_corpus
+from corpora.corpus import write_corpus
 from corpora.tokenization import load_tokenizer, tokenize_corpus, train_bpe
 
 

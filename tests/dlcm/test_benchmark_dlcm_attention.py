@@ -44,7 +44,9 @@ def test_a_failing_flex_arm_keeps_its_error(tmp_path, monkeypatch):
     def broken(seg, rows):
         raise RuntimeError("no flex here")
 
-    monkeypatch.setattr(dlcm_attention, "flex_visibility", broken)
+    from evals import dlcm_kernels
+
+    monkeypatch.setattr(dlcm_kernels, "flex_visibility", broken)
     r = dlcm_attention.main([*TINY, "--out", str(tmp_path / "r.json")])
     for name in dlcm_attention.PASSES:
         arms = r["cases"][0][name]["arms"]

@@ -34,7 +34,7 @@ def world_run(tmp_path_factory) -> dict:
     """{'run_dir', 'final', 'tokenizer'}: a GPT-2 (seq_len 64) trained briefly on a small synthetic
     world with its own BPE, so that the embedded tasks' sentences fit the window (lm-eval's hf backend
     asserts that every continuation does)."""
-    from corpora.sources import write_corpus
+    from corpora.corpus import write_corpus
     from corpora.tokenization import load_tokenizer, tokenize_corpus, train_bpe
     from trainer.train import Trainer
 
