@@ -13,6 +13,13 @@ CONSTRAINTS ?= constraints.txt
 FLOORS_VENV ?= build/floors-venv
 CORES      ?= 2
 PROFILE    ?= config/default.yaml
+# where the jobs run: local (this machine's CORES), gpu (this machine's GPUs) or slurm (workflows/profiles/;
+# the gpu and slurm profiles size their own jobs); SNAKEFLAGS: more snakemake options
+EXECUTOR   ?= local
+SNAKEFLAGS ?=
+ifeq ($(wildcard workflows/profiles/$(EXECUTOR)/config.yaml),)
+$(error EXECUTOR=$(EXECUTOR): no workflows/profiles/$(EXECUTOR)/; use local, gpu or slurm)
+endif
 BIN        := $(VENV)/bin
 STAMP      := $(VENV)/.installed
 
@@ -56,7 +63,8 @@ floors:
 
 reproduce: $(STAMP)
 	$(BIN)/python -m workflows.experiments $(PROFILE)
-	$(BIN)/snakemake --profile workflows/profiles/local --cores $(CORES) --configfile $(PROFILE)
+	$(BIN)/snakemake --profile workflows/profiles/$(EXECUTOR) $(if $(filter local,$(EXECUTOR)),--cores $(CORES)) \
+	  --configfile $(PROFILE) $(SNAKEFLAGS)
 
 # the tests in CORES worker processes (pytest-xdist), a module's tests on one worker (its fixtures built once);
 # the report's browser test needs Debian's chromium: installed when missing and apt-get can (root), else that
@@ -117,9 +125,9 @@ lint: $(STAMP)
 	  print(out if bad else "lint: no lint but the accepted one (no conda environment or container)"); sys.exit(bad)'
 	$(BIN)/snakemake -n --configfile $(PROFILE)
 
-# the findings generated from results/tables (after make reproduce), printed and written into README.md
+# the findings generated from results/tables (after make reproduce), printed and written into docs/findings.md
 findings: $(STAMP)
-	$(BIN)/python -m reports findings --tables results/tables --readme README.md
+	$(BIN)/python -m reports findings --tables results/tables --readme docs/findings.md
 
 clean:
 	rm -rf results .snakemake

@@ -1,6 +1,6 @@
 """Which operation makes two hosts' numbers differ? A per-operation fingerprint of one training step.
 
-The embedded DAG is bit-identical from run to run on one host; across hosts some models are not (README,
+The embedded DAG is bit-identical from run to run on one host; across hosts some models are not (docs/embedded.md,
 "Same numbers on another host"), and finding the operation that takes a host-dependent path needs both
 hosts' numbers side by side. This records them: for each embedded model (the default profile's GPT-2 s,
 DLCM s, NCM s with its tokenizer, masked diffusion s; ``--models``), from a fixed seed and fixed token

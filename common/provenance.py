@@ -37,7 +37,7 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
-# The environment variables that fix which code path a CPU library takes on an x86 host (README, "Same numbers
+# The environment variables that fix which code path a CPU library takes on an x86 host (docs/embedded.md, "Same numbers
 # on another host"): MKL's conditional-numerical-reproducibility AVX2 branch (fixed cache sizes, deterministic
 # reductions) and ATen's AVX2 kernels. The workflow sets them for its jobs (workflows/common.smk); the
 # fingerprint records what was in effect.

@@ -1,5 +1,5 @@
 """``python -m reports build --results results/runs --tables results/tables --out results/report``;
-``python -m reports findings --tables results/tables [--readme README.md]``;
+``python -m reports findings --tables results/tables [--readme docs/findings.md]``;
 ``python -m reports timings --results results`` (job seconds from the DAG's benchmark files);
 ``python -m reports compare RUN_A RUN_B`` (two results folders' runs/: which cells and verdicts changed)."""
 from __future__ import annotations

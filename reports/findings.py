@@ -9,7 +9,7 @@ against a different column of ours) are listed apart and never called
 agreement or disagreement.  Every number in the prose is a string the table
 already shows; nothing is typed by hand (``untraceable`` checks it).
 
-``python -m reports findings --tables results/tables [--readme README.md]``
+``python -m reports findings --tables results/tables [--readme docs/findings.md]``
 prints them, and with ``--readme`` rewrites the block between the markers below.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The GPU throughput script's own check, on a CPU at a tiny shape: every arm steps, the JSON holds what
-the README's performance section quotes (tokens/s, step time, MFU, the two target ratios)."""
+docs/benchmarks.md quotes (tokens/s, step time, MFU, the two target ratios)."""
 import json
 
 

@@ -88,7 +88,7 @@ def test_flops_of_the_bound_by_hand():
 
 
 def test_the_cost_model_says_what_the_target_takes():
-    """The README's figures (AMD EPYC, batch 1): o 0.160 ms per block call, c 0.0345 ms per MFLOP, NCM's FLOPs
+    """docs/benchmarks.md's figures (AMD EPYC, batch 1): o 0.160 ms per block call, c 0.0345 ms per MFLOP, NCM's FLOPs
     5.9x faster for 8x; and the other cases by construction."""
     cost = {"ncm": {"block_calls": 52, "flops": 382.36e6}, "ar": {"block_calls": 508, "flops": 91.55e6}}
     res = lambda tn, ta: {"batch": 1, "arms": {"ncm": {"median_s": tn}, "ar": {"median_s": ta}}}  # noqa: E731

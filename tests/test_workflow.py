@@ -199,7 +199,7 @@ def test_changing_eval_settings_reruns_only_the_harness(workdir):
     assert rules == {"evaluate_harness", "runs_index", "profiles_index", "tables", "report", "all"}, rules
 
 
-# the one lint accepted: the rules declare no conda environment or container, they run the venv (README)
+# the one lint accepted: the rules declare no conda environment or container, they run the venv (docs/install.md)
 NO_SOFTWARE_ENV = "Specify a conda environment or container for each rule."
 
 

@@ -32,7 +32,7 @@ KERNELS = kernel_benchmarks(PROFILE, {**EXPERIMENTS, **LAWS}, SOURCE)
 # CPU libraries pick their code path (vector width, cache blocking) by host, and the numbers follow: every
 # x86 job runs with MKL's reproducible AVX2 branch and ATen's AVX2 kernels (common/provenance.py; a value
 # already in the environment wins, and is recorded). Cost measured on the embedded shapes: 3-9 % per
-# training step (README, "Same numbers on another host").
+# training step (docs/embedded.md, "Same numbers on another host").
 from common.provenance import host_pins
 
 for _name, _value in host_pins().items():

@@ -119,10 +119,10 @@ def test_cli_without_markers_or_tables(built, capsys, tmp_path):
         rewrite_block(f"{END}\n{START}\n", "x")
 
 
-def test_the_repository_readme_has_the_markers():
+def test_the_repository_findings_page_has_the_markers():
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "findings.md").read_text()
     assert text.count(START) == 1 and text.count(END) == 1
     assert re.search(r"What the embedded runs say.*" + re.escape(START), text, re.S)
 
