@@ -62,9 +62,22 @@ def dry_run(workdir: Path, profile: dict, *targets: str) -> tuple[set[str], str]
 def workdir(tmp_path_factory) -> Path:
     workdir = tmp_path_factory.mktemp("dag")
     (workdir / "micro.yaml").write_text(yaml.safe_dump(micro_profile()))
-    run = snakemake(workdir, "--cores", "2")
+    os.environ["REPRO_PROGRESS_INTERVAL"] = "1"   # the progress line every second (default: every minute)
+    try:
+        run = snakemake(workdir, "--cores", "2")
+    finally:
+        os.environ.pop("REPRO_PROGRESS_INTERVAL")
     assert run.returncode == 0, run.stderr[-3000:]
+    (workdir / "console.txt").write_text(run.stderr)
     return workdir
+
+
+@pytest.mark.slow
+def test_a_run_prints_the_dags_training_progress(workdir):
+    lines = [line for line in (workdir / "console.txt").read_text().splitlines() if line.startswith("progress ")]
+    assert len(lines) >= 2, lines
+    assert "| runs 3/3 trained | steps 240/240 (100.0 %) | training ETA 0:00:00" in lines[-1]  # 3 runs x 80 steps
+    assert any("runs 0/3" in line or "runs 1/3" in line or "runs 2/3" in line for line in lines[:-1])
 
 
 @pytest.mark.slow

@@ -53,6 +53,7 @@ CLI = f"{PYTHON} -m workflows.cli"
 OUT = "results" if PROFILE["profile"] == "embedded" else f"results/{PROFILE['profile']}"
 # A token split or checkpoint edited after its job wrote it is refused here, before any job (common/verify.py).
 from common.verify import damaged
+from workflows import progress
 from workflows.stamps import want
 
 _damaged = damaged(OUT, [f"{e}/seed{s}" for e, exp in EXPERIMENTS.items() for s in exp["seeds"]])
@@ -283,6 +284,15 @@ def logged(command):
 # Settings files: the params' JSON text, byte for byte, through the suite's atomic writer (common.io);
 # a change of the resolved settings changes the params and re-runs exactly the affected jobs.
 WRITE_JSON = f"printf '%s\\n' {{params.json:q}} | {PYTHON} -m common.io {{output}}"
+
+
+PROGRESS = []  # the DAG-level progress reporter while the jobs run (onstart in pretrain.smk)
+
+
+def stop_progress():
+    for reporter in PROGRESS:
+        if reporter is not None:
+            reporter.stop()
 
 
 def settings_stamp(pattern, settings):

@@ -62,3 +62,13 @@ check_launch(rules.pretrain.rule.resources, workflow.global_resources.get("gpus_
 onstart:
     check_gpus(workflow)
     check_external(workflow)
+    PROGRESS.append(progress.start(workflow.dag, lambda e, s: (f"{RUNS}/{e}/seed{s}", EXPERIMENTS[e]["train"]["steps"])))
+
+
+# the progress line (workflows/progress.py) stops with the jobs, printing its last state
+onsuccess:
+    stop_progress()
+
+
+onerror:
+    stop_progress()
