@@ -177,6 +177,23 @@ def test_results_of_another_config_are_refused_when_snakemake_lost_its_metadata(
 
 
 @pytest.mark.slow
+def test_an_evaluation_setting_changed_without_snakemake_metadata_reruns_that_evaluation_only(workdir, tmp_path):
+    """lm-eval's flags reach the harness job as params, not through the run's config: a results folder copied
+    without .snakemake, then eval.limit changed, re-runs the harness evaluations and trains nothing."""
+    copy = tmp_path / "copy"
+    shutil.copytree(workdir, copy, ignore=shutil.ignore_patterns(".snakemake", ".stamps"))
+    config = micro_profile()
+    config["defaults"]["eval"] = {**config["defaults"].get("eval", {}), "limit": 5}
+    (copy / "micro.yaml").write_text(yaml.safe_dump(config))
+    plan = snakemake(copy, "--cores", "2", "-n")
+    assert plan.returncode == 0, plan.stderr[-2000:]
+    jobs = re.findall(r"^(?:local)?rule (\w+):", plan.stdout, re.M)
+    assert jobs.count("evaluate_harness") == 2 and "pretrain" not in jobs and "evaluate_tokens" not in jobs, jobs
+    unchanged = snakemake(workdir, "--cores", "2", "-n")   # the original folder, its settings as they were
+    assert "Nothing to be done" in unchanged.stdout + unchanged.stderr, unchanged.stdout[-2000:]
+
+
+@pytest.mark.slow
 def test_a_seed_added_after_snakemake_lost_its_metadata_reaches_the_tables(workdir, tmp_path):
     """A results folder copied elsewhere (its .snakemake left behind), then a seed added to the profile -- once
     in the profile file, once in the file it extends (outside config/): the runs index the tables read is

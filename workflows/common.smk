@@ -163,6 +163,16 @@ def judge_flags():
     return " ".join(f"--judge {f'{JUDGES}/{j}' if j in EXPERIMENTS else j}" for j in GENPPL["judges"])
 
 
+def genppl_record(wildcards):
+    """What a Gen. PPL evaluation is made with beside its run: the judges and the sampling settings."""
+    return json.dumps({"judges": judge_flags(), "settings": {k: v for k, v in GENPPL.items() if k != "judges"}},
+                      sort_keys=True)
+
+
+def harness_record(wildcards):
+    return json.dumps({"flags": harness_flags(wildcards)}, sort_keys=True)
+
+
 def expected_configs_json():
     """Each training run's config hash, and each section's, as the profile resolves it now, with its token
     manifest and upstream run, and each law's and kernel benchmark's settings: the tables refuse results made
@@ -293,6 +303,18 @@ def stop_progress():
     for reporter in PROGRESS:
         if reporter is not None:
             reporter.stop()
+
+
+# An evaluation whose settings reach it as params (lm-eval flags, the conditional and Gen. PPL settings) writes
+# them first, as the oldest of its outputs, into a settings file of its own, which the stamp below compares:
+# a changed setting re-runs the evaluation without Snakemake's metadata too. One folder per evaluation (a
+# folder Snakemake has listed would hide a stamp written after; workflows/stamps.py).
+def eval_settings(name):
+    """The settings file of the evaluation whose output wildcard is ``name`` (suite, cond, gen)."""
+    return f"{RUN}/eval/.settings/{{{name}}}/settings.json"
+
+
+WRITE_SETTINGS = f"printf '%s\\n' {{params.record:q}} | {PYTHON} -m common.io {{output.settings}} && "
 
 
 def settings_stamp(pattern, settings):

@@ -122,17 +122,20 @@ rule kernel_bench:
 
 rule evaluate_harness:
     input:
+        want=settings_stamp(eval_settings("suite"), harness_record),
         weights=f"{RUN}/final/model.safetensors",
         manifest=f"{RUN}/final/manifest.json",
         tokenizer=run_tokenizer,
         tasks=lambda wildcards: [f"{DATA}/tasks/manifest.json"] if BY_NAME[wildcards.suite].world_tasks else [],
         local=local_task_files,
     output:
+        settings=eval_settings("suite"),
         result=f"{RUN}/eval/{{suite}}.json",
         samples=f"{RUN}/eval/{{suite}}.samples.jsonl.gz",
     wildcard_constraints:
         suite=constraint("evaluate_harness"),
     params:
+        record=harness_record,
         python=PYTHON,
         run_dir=folder_of_input("weights", up=2),
         tasks=lambda wildcards: BY_NAME[wildcards.suite].suite,
@@ -146,7 +149,7 @@ rule evaluate_harness:
     resources:
         gpu=1,
     shell:
-        logged(
+        WRITE_SETTINGS + logged(
             "{params.python} -m evals.harness --run-dir {params.run_dir} --tokenizer {input.tokenizer} --tasks {params.tasks}"
             " {params.task_dir} {params.flags} --out {output.result} --samples {output.samples} --threads {threads}"
         )
@@ -179,16 +182,19 @@ rule export_judge:
 # accuracy with NFE and wall time; cond_mbr<n> (MBR over n candidates), cond_cfg<w> (NCM guidance).
 rule evaluate_conditional:
     input:
+        want=settings_stamp(eval_settings("cond"), conditional_json),
         weights=f"{RUN}/final/model.safetensors",
         manifest=f"{RUN}/final/manifest.json",
         tokenizer=run_tokenizer,
         tokens=run_tokens,
     output:
+        settings=eval_settings("cond"),
         result=f"{RUN}/eval/{{cond}}.json",
         samples=f"{RUN}/eval/{{cond}}.samples.jsonl",
     wildcard_constraints:
         cond=constraint("evaluate_conditional"),
     params:
+        record=conditional_json,
         python=PYTHON,
         run_dir=folder_of_input("weights", up=2),
         settings=conditional_json,
@@ -201,7 +207,7 @@ rule evaluate_conditional:
     resources:
         gpu=1,
     shell:
-        logged(
+        WRITE_SETTINGS + logged(
             "{params.python} -m evals.conditional --run-dir {params.run_dir} --tokenizer {input.tokenizer}"
             " --tokens {params.tokens} --eval {wildcards.cond} --settings {params.settings:q} --out {output.result}"
             " --threads {threads}"
@@ -213,17 +219,20 @@ rule evaluate_conditional:
 # test windows themselves (evals/genppl/sample.py). One job per (run, eval name); samples kept beside it.
 rule evaluate_genppl:
     input:
+        want=settings_stamp(eval_settings("gen"), genppl_record),
         weights=f"{RUN}/final/model.safetensors",
         manifest=f"{RUN}/final/manifest.json",
         tokenizer=run_tokenizer,
         tokens=run_tokens,
         judges=judge_folders(),
     output:
+        settings=eval_settings("gen"),
         result=f"{RUN}/eval/{{gen}}.json",
         samples=f"{RUN}/eval/{{gen}}.samples.jsonl",
     wildcard_constraints:
         gen=constraint("evaluate_genppl"),
     params:
+        record=genppl_record,
         python=PYTHON,
         run_dir=folder_of_input("weights", up=2),
         judges=judge_flags(),
@@ -237,7 +246,7 @@ rule evaluate_genppl:
     resources:
         gpu=1,
     shell:
-        logged(
+        WRITE_SETTINGS + logged(
             "{params.python} -m evals.genppl evaluate --run-dir {params.run_dir} --tokenizer {input.tokenizer}"
             " {params.judges} --settings {params.settings:q} --eval {wildcards.gen} --tokens {params.tokens}"
             " --out {output.result} --threads {threads}"
