@@ -105,9 +105,10 @@ gpu-check: $(STAMP)
 bench-gpu: $(STAMP)
 	$(BIN)/python -m benchmarks.gpu_throughput
 
-# lm-eval on the papers' real tasks that have local copies (LOCAL_DATA; ../shared/data here), for one trained
-# run of any profile (RUN_DIR=results/<profile>/runs/<experiment>/seed<k>; its tokenizer is found beside it);
-# LIMIT=N: N documents per task. Skipped when the default manifest's folder is absent; a manifest you name must load.
+# lm-eval on the papers' real tasks that have local copies (LOCAL_DATA; by default the development machine's
+# copies, docs/sources.md, "Local copies of real data"), for one trained run of any profile
+# (RUN_DIR=results/<profile>/runs/<experiment>/seed<k>; its tokenizer is found beside it); LIMIT=N: N documents
+# per task. Skipped when the default manifest's folder is absent; a manifest you name must load.
 RUN_DIR ?= results/runs/base_gpt2_s/seed0
 DEFAULT_LOCAL_DATA := evals/tasks/local_data.yaml
 LOCAL_DATA ?= $(DEFAULT_LOCAL_DATA)

@@ -1,4 +1,4 @@
-"""Paired (conditional) corpora: (source, target) examples for NCM's conditional tasks (seed 002 Sec. 4.3-4.4).
+"""Paired (conditional) corpora: (source, target) examples for NCM's conditional tasks (NCM Table 2, Sec. 4.4).
 
 Every source ends as the corpus stage's artifact (``corpora.sources.write_corpus``): ``{split}.jsonl``
 rows ``{"source", "target", "text"}`` (``text`` = the target, so target-side text is at hand) and a
@@ -10,7 +10,7 @@ manifest. Sources (``corpus.source``):
     the same sentence in English (the WMT14 De-En analogue), a document -> a summary rendered from its
     key records (the XSum analogue). The references are exact; no pair is in two splits (``_disjoint``);
   - ``xsum`` (EdinburghNLP/xsum: document -> summary) and ``wmt14_deen`` (wmt/wmt14 de-en: German ->
-    English, E2D2's set, ``../shared/reported/EVAL_NOTES.md``), streamed through ``datasets`` by name,
+    English, E2D2's set, docs/sources.md, "Evaluation notes" B), streamed through ``datasets`` by name,
     or read from ``pairs.local`` files for an offline machine: per split a jsonl (``source_field`` /
     ``target_field``) or ``.tsv`` (``source<TAB>target``) file, or ``{source: file, target: file}``,
     two line-aligned text files (WMT's ``newstest2014.de`` / ``.en``);

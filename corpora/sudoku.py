@@ -30,11 +30,11 @@ Choices made here (the protocol does not fix them):
 * **Solver.** Exact, pure Python: bitmask candidates per row, column and box, constraint
   propagation by naked singles, then branching on the empty cell with the fewest candidates (MRV).
   Measured on one core of the development machine (Python 3.11, 300 puzzles per tier, seed 0):
-  generation takes 1.6 ms (easy, 40 givens), 1.9 ms (medium, 35) and 2.7 ms (hard, 30) per puzzle,
-  i.e. about 620, 530 and 375 puzzles/s; counting the solutions of a generated hard puzzle to 2
-  takes 0.15 ms, of a 21-given "hardest" puzzle (Inkala's) 30 ms; :func:`read_csv` checks the 20,000
-  Kaggle rows in ``../shared/data/sudoku`` in 1.8 s. At 30 and more givens no removal stalled in
-  600 puzzles (at 25 givens, 36 of 200 did).
+  generation takes 1.6 ms (easy, 40 givens), 1.9 ms (medium, 35) and 2.7 ms (hard, 30) per puzzle, i.e.
+  about 620, 530 and 375 puzzles/s; counting the solutions of a generated hard puzzle to 2 takes 0.15
+  ms, of a 21-given "hardest" puzzle (Inkala's) 30 ms; :func:`read_csv` checks the 20,000 Kaggle rows of
+  the local copy (docs/sources.md, "Local copies of real data") in 1.8 s. At 30 and more givens no
+  removal stalled in 600 puzzles (at 25 givens, 36 of 200 did).
 * **Scoring.** :func:`board_correct` compares the decoded prediction, exactly as given (no strip),
   with the solution; a malformed prediction is wrong, never an error. Puzzles have one solution,
   so this equals "a valid board that keeps the givens" (:func:`is_valid_board`).

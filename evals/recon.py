@@ -1,5 +1,6 @@
 """Exact token reconstruction of an NCM tokenizer on the test split (NCM Table 1 analogue and its curve
-over the scales used; Kumbong et al., arXiv 2610.14162, seed 002 §4.1).
+over the scales used; Kumbong et al., arXiv 2610.14162, Table 1; docs/sources.md, "NCM: what the paper
+specifies").
 
 The run is an ``ncm_tokenizer`` run, or an ``ncm`` generator run, whose frozen tokenizer
 (``model.tokenizer``, saved in its checkpoint) is measured. The test stream is read in the disjoint

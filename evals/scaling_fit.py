@@ -113,7 +113,7 @@ def evaluate_law(law_id: str, settings: dict, runs: dict[str, Path], out_path: P
                "runs": described, "heldout_runs": list(result.heldout_runs),
                "points": [{"run": p.run, "N": p.N, "D": p.D, "R": p.R, "P": p.P, "loss": p.loss,
                            "predicted": float(y), "heldout": p.run in held} for p, y in zip(points, predicted)],
-               "note": "constants fitted at embedded scale: the paper publishes none (reported/dlcm/MISSING.md)"}
+               "note": "constants fitted at embedded scale: the paper publishes none (tables/MISSING.md)"}
     if not check.identifiable:
         details["caveats"] = [NOT_IDENTIFIABLE]
     record = settings_record(law_id, settings, out_path, metrics, details, t0)

@@ -6,9 +6,9 @@
 
 N: the model's (non-embedding) parameters, P: the concept backbone's share of them, R: the compression
 ratio (target tokens per concept), D: training tokens seen, L: validation loss in nats per token. The
-paper fits the law on whole trajectories (every logged validation loss of every run of its N x R x P
-grid is a point, ``reported/dlcm/CODE_NOTES.md``), reports R^2 > 0.98 and publishes no constants
-(``reported/dlcm/MISSING.md``): the constants fitted here are the first ones, at our scale.
+paper fits the law on whole trajectories (every logged validation loss of every run of its N x R x P grid
+is a point; docs/sources.md, "DLCM: what the paper specifies"), reports R^2 > 0.98 and publishes no
+constants (``tables/MISSING.md``): the constants fitted here are the first ones, at our scale.
 
 **Fit.** ``scipy.optimize.least_squares`` (trust-region reflective) on the log residuals
 log L^ - log L under a Huber loss of scale ``huber_delta`` (1e-3 by default, as the Chinchilla fits;

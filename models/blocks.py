@@ -129,7 +129,7 @@ class Segments:
     length), given to ``CausalSelfAttention`` in place of a bool mask: ``prefix`` False, each segment
     attends to itself only (block-diagonal); True, to itself and every earlier segment (block-causal).
     ``source`` > 0: the sequence starts with a source of that many positions (NCM's conditioning prefix,
-    seed 002 Sec. 3.4) that attends to itself only and that every segment also sees; the segments
+    NCM Sec. 3.4) that attends to itself only and that every segment also sees; the segments
     follow it. Equal to the explicit mask (``mask()``), computed segment by segment: one SDPA call on
     the segment's queries and the keys it sees, so the masked-out work is never done (NCM's 12 scales of
     L 128: 29,440 of the 144,400 query-key pairs block-diagonal)."""

@@ -15,8 +15,8 @@ in after its first ``insert_layer`` layers (Fig. 2, §2):
    with GPT-2 it has no positional signal (GPT-2 code);
 4. shift: position t receives the prediction of chunk floor((t+1)/k) -- made from the chunks before
    it, all complete by position t -- and zeros for t < k - 1: each prediction repeated k times and
-   shifted right by k - 1 (§2.3, note 000 §2.4; the paper's printed index floor(t/(k-1)) leaks
-   the future from position 2k - 2 on, see ``tests/conceptlm``);
+   shifted right by k - 1 (§2.3; docs/sources.md, "ConceptLM: what the paper leaves open", item 1; the
+   paper's printed index floor(t/(k-1)) leaks the future from position 2k - 2 on, see ``tests/conceptlm``);
 5. decoder: the remaining token layers on ``h_t + shifted concept``, final norm and LM head.
 
 Losses (§3), each on/off by a flag here (an off term is not computed) and weighted by the
@@ -24,14 +24,16 @@ trainer's ``train.loss_weights`` (default 1 each, the paper's L = NTP + NCP + VQ
 
 * ``ntp``: next-token cross-entropy (fused head + loss, ``models.losses``);
 * ``ncp``: MSE between each prediction and the next chunk's state, the target detached; its
-  gradient reaches the encoder through the concept transformer's input (code, note 000 §2.5);
+  gradient reaches the encoder through the concept transformer's input (code; docs/sources.md,
+  "ConceptLM: what the paper leaves open", item 2);
 * ``vq``: codebook + 0.25 x commitment loss on the *detached* chunk states, so the VQ loss trains the
   code transform only (§3 text and Fig. 3; the printed formula would also pull on the encoder).
 
-Every ambiguity of the paper listed in notes 000/001 and CODE_NOTES.md is a switch of
-``ConceptOptions``. Its defaults are the authors' code for the backbone: the Pythia code (P, which
-note 000 verified line by line), with ``ConceptOptions.backbone_defaults`` giving the GPT-2 code's
-(G) and the Llama code's (L) differences on those backbones. Per backbone (CODE_NOTES item; file line):
+Every ambiguity of the paper listed in docs/sources.md ("ConceptLM: what the paper leaves open",
+"ConceptLM: the authors' code") is a switch of ``ConceptOptions``. Its defaults are the authors' code
+for the backbone: the Pythia code (P), with ``ConceptOptions.backbone_defaults`` giving the GPT-2
+code's (G) and the Llama code's (L) differences on those backbones. Per backbone (item of
+docs/sources.md, "ConceptLM: the authors' code"; file line):
 
 =======================  ==============================  =====================  =========================
 field                    GPT-2 (G)                       Pythia (P)             Llama (L)
@@ -91,9 +93,10 @@ class ConceptOptions:
     """Concept-path fields, mixed into a backbone config (``models.registry``). Defaults: §4.1 and
     the Pythia code; the switch each field resolves is named beside it."""
     # The authors' code per backbone (module docstring table). GPT-2: L0 (§4.1, Table 14); G's fusion
-    # ln_f(h) + ln_f(c_hat) (CODE_NOTES item 11), no norm after the concept layers (item 2), one bias-free
-    # linear code transform (item 4) and the VQ loss summed over segments (item 6). Llama: no norm after
-    # the concept layers (L L756-773). Pythia: the field defaults below (P).
+    # ln_f(h) + ln_f(c_hat) (docs/sources.md, "ConceptLM: the authors' code", item 11), no norm after the
+    # concept layers (item 2), one bias-free linear code transform (item 4) and the VQ loss summed over
+    # segments (item 6). Llama: no norm after the concept layers (L L756-773). Pythia: the field defaults
+    # below (P).
     backbone_defaults: ClassVar[dict] = {
         "gpt2": {"insert_layer": 0, "fusion": "norm_add", "concept_norm": False, "code_transform": "linear",
                  "vq_segment_reduction": "sum"},
@@ -152,7 +155,8 @@ class ConceptOptions:
 
 
 def shift_broadcast(c_hat: torch.Tensor, k: int, length: int) -> torch.Tensor:
-    """Token-aligned concepts (§2.3, note 000 §2.4): (B, M, d) predictions -> (B, length, d).
+    """Token-aligned concepts (§2.3; docs/sources.md, "ConceptLM: what the paper leaves open", item 1):
+    (B, M, d) predictions -> (B, length, d).
 
     Row j of ``c_hat`` predicts chunk j+1 from chunks <= j. Position t receives row
     floor((t+1)/k) - 1, the prediction of chunk floor((t+1)/k); positions t < k - 1 get zeros. For
@@ -184,7 +188,8 @@ class ConceptLM(TokenLM):
         rotary = make_rotary(cfg, stride=cfg.chunk_size)
         self.concept_blocks = nn.ModuleList(make_block(cfg, rotary) for _ in range(cfg.concept_layers))
         self.concept_norm = make_norm(cfg.norm, d, cfg.norm_eps, cfg.bias) if cfg.concept_norm else nn.Identity()
-        # with a bias on every backbone, as the authors' nn.Linear heads (CODE_NOTES item 7)
+        # with a bias on every backbone, as the authors' nn.Linear heads (docs/sources.md, "ConceptLM: the
+        # authors' code", item 7)
         self.concept_head = nn.Linear(d, S * N if cfg.predictor == "codebook" else d, bias=True)
         self.quantizer = ProductVQ(d, S, N, cfg.code_transform) if cfg.predictor == "codebook" else None
         for part in (self.concept_blocks, self.concept_norm, self.concept_head, self.quantizer):

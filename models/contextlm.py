@@ -1,6 +1,6 @@
 """ContextLM (Dai et al., arXiv 2510.20280): ConceptLM's strongest baseline (arXiv 2602.08984 §4.2,
-Tables 1-2; note 000 §3.2: "high-level compression without the explicit discrete concept vocabulary
-and NCP supervision").
+Tables 1-2; docs/sources.md, "ConceptLM: what the paper leaves open", item 6: high-level compression
+without the explicit discrete concept vocabulary and NCP supervision).
 
 Our reading, as a configuration of ``models.conceptlm.ConceptLM`` rather than a second model: the
 same encoder, mean pooling over chunks of k and causal concept transformer, whose output goes
@@ -13,8 +13,9 @@ which we could not read: whether its predictor is linear or the identity, its in
 whether it normalises before fusing.
 
 Defaults (ours unless a source is named): no final norm after the concept layers (as the authors' GPT-2
-concept module, CODE_NOTES item 2; a d x d map of unit-normalised states would start at std
-0.02 sqrt(d), four times the token states at d = 32, while the residual stream starts below them);
+concept module, docs/sources.md, "ConceptLM: the authors' code", item 2; a d x d map of unit-normalised
+states would start at std 0.02 sqrt(d), four times the token states at d = 32, while the residual stream
+starts below them);
 the predictor one ``nn.Linear(d, d)`` with a bias, N(0, 0.02), zero bias; on GPT-2 the insertion depth
 0 and the fusion ln_f(h) + ln_f(c) of ConceptLM-GPT-2 (``backbone_defaults``), elsewhere L1 and
 h + c. Everything else (head tying, initialisation, dropout, norms) is the

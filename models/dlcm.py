@@ -1,14 +1,15 @@
 """DLCM: Dynamic Large Concept Models (arXiv 2512.24617v2), one model on any backbone's blocks.
 
-No code of the paper is public (``../shared/reported/dlcm/MISSING.md``); the sources are the v2 text as
-digested in ``reported/dlcm/CODE_NOTES.md`` (CN), the reading note ``seeds/003`` (S3), and H-Net's
-dynamic chunking (goombalab/hnet @ 3673fe12, digested in ``anchors/NCM_DLCM.md`` §4, cited as "H-Net
-<file>"). A token stream of the backbone's width ``d_model`` (d_token) wraps a wider concept stream
-(``d_concept``), in four stages (S3 "method steps", CN "Pipeline"):
+No code of the paper is public; the sources are the v2 text, cited by section, equation or table and by
+the entry names ("Pipeline", "Boundary predictor", "Global Parser", ...) of docs/sources.md, "DLCM: what
+the paper specifies"; what it leaves unspecified is docs/sources.md, "DLCM: what the paper leaves open"
+(cited "open N" for its item N); and H-Net's dynamic chunking (goombalab/hnet @ 3673fe12, docs/sources.md,
+"H-Net dynamic chunking (goombalab/hnet)", cited as "H-Net <file>"). A token stream of the backbone's
+width ``d_model`` (d_token) wraps a wider concept stream (``d_concept``), in four stages ("Pipeline"):
 
 1. **encoder**: the first ``n_layer - decoder_layers`` backbone blocks, causal, on the token embeddings:
    H = E(x), (B, T, d_token).
-2. **dynamic segmentation** (CN "Boundary predictor", §3.3): q_t = W_q h_t, k_t = W_k h_t (``d_scan``
+2. **dynamic segmentation** ("Boundary predictor", §3.3): q_t = W_q h_t, k_t = W_k h_t (``d_scan``
    wide, bias-free, identity-initialised as H-Net dc.py:50-59), p_t = (1 - cos(q_{t-1}, k_t)) / 2 and
    p_1 = 1 (the first token always opens a segment). b_t = 1 means token t OPENS a new segment. Training
    draws b_t ~ Bernoulli(p~_t) with the temperature-sharpened p~_t = sigmoid((logit p_t - logit tau) /
@@ -17,26 +18,27 @@ dynamic chunking (goombalab/hnet @ 3673fe12, digested in ``anchors/NCM_DLCM.md``
    it pulls training's ratio to R, and the threshold of inference then lands elsewhere (the boundaries
    evaluation reports both). ``boundary_temperature: 0`` is H-Net's rule (dc.py: the same threshold in
    training and inference, no sampling): one rule for the loss and for inference. The rule-based
-   predictor (CN, §8.1) has no projections: p_t = (1 - cos(h_{t-1}, h_t)) / 2, b_t = [p_t >= tau] in
+   predictor (§8.1) has no projections: p_t = (1 - cos(h_{t-1}, h_t)) / 2, b_t = [p_t >= tau] in
    training and inference. §8.1 does not give its tau: ``boundary_calibration: quantile`` replaces the
    fixed tau by a running quantile of p (a buffer, checkpointed with the weights): each training forward
    takes the quantile above which a window of T tokens opens T / R segments and blends it in with
    ``calibration_momentum``; inference uses the value as trained (either predictor). Straight-through estimator (H-Net hnet.py STE, :20-30): the cross-attention
    output of token t is multiplied by 1 + c_t - sg(c_t), c_t the probability of the decision taken
    (p~_t if b_t else 1 - p~_t): 1 in value, and the LM gradient reaches the router through it (and through
-   the EMA below). ``router_lm_gradient: false`` cuts both: p then learns from L_aux alone (CN: "discrete
-   decision decoupled from LM loss", §3.3, against S3's account of CE gradients overpowering L_aux).
+   the EMA below). ``router_lm_gradient: false`` cuts both: p then learns from L_aux alone (§3.3: the discrete
+   decision decoupled from the LM loss, against the paper's account of CE gradients overpowering L_aux,
+   "Boundary predictor").
 3. **concepts**: every segment's encoder states are mean-pooled and mapped up, c_k = W_up mean_{t in
-   S_k} h_t (S3 Eq. 7), then a causal transformer of ``concept_layers`` backbone blocks of width
+   S_k} h_t (Eq. 7), then a causal transformer of ``concept_layers`` backbone blocks of width
    ``d_concept`` with ``concept_heads`` heads (Table 3: 16 layers, 3072, 48 heads, 24 KV heads) and a
-   final norm: Z = M(C). ``smoothing``: S(Z) of CN / S3 is unspecified (MISSING.md); ``ema`` is H-Net's
+   final norm: Z = M(C). ``smoothing``: S(Z) of the paper is unspecified (open 2); ``ema`` is H-Net's
    dechunk EMA (dc.py:239-313) over concepts, z~_j = p_j z_j + (1 - p_j) z~_{j-1} with p_j the boundary
    probability of segment j's first token, clamped to [1e-4, 1 - 1e-4] (H-Net); ``none`` is Z itself.
-4. **decoder**: a cross-attention block from tokens to concepts (CN "Pipeline": Psi(H, Z~) =
+4. **decoder**: a cross-attention block from tokens to concepts ("Pipeline": Psi(H, Z~) =
    softmax(QK^T / sqrt(d_head) + M) V W_O + H, Q from the tokens, K, V from the concepts, RMSNorm on Q and
    K per head, Eq. 16; then an MLP of the token width, Table 3 "Interm. Size (Cross)"), then the
    remaining ``decoder_layers`` backbone blocks, the final norm and the LM head.
-   ``decoder_skip``: Psi's "+ H" is an identity (CN), so the decoder's causal self-attention blocks get
+   ``decoder_skip``: Psi's "+ H" is an identity ("Pipeline"), so the decoder's causal self-attention blocks get
    the whole token stream and the concepts of completed segments add nothing it lacks (segments before
    j(t) are tokens it already attends to): trained that way at the embedded scale the concept path goes
    unused (the mechanism checks' zero / null_only / swap within 0.001 nats). ``zero_proj`` replaces the
@@ -49,7 +51,7 @@ dynamic chunking (goombalab/hnet @ 3673fe12, digested in ``anchors/NCM_DLCM.md``
    default stays the paper's identity.
    ``cross_positions``: Psi has no position term, so a token can tell its most recent concept from older
    ones by content only (the count weighting below favours long segments, not recent ones). ``rotary``
-   (ours; unspecified in CN) applies RoPE to Q at the token's position and to each replicated key at its
+   (ours; unspecified in the paper, open 4) applies RoPE to Q at the token's position and to each replicated key at its
    copy's position (Eq. 17 puts the copies at token positions), so the scores can depend on how far back a
    concept's segment lies. At the embedded shape and 600 steps it turns the unused path into a used one in 2
    of 3 seeds (swap +0.022 / +0.066 / +0.002 nats; with ``zero_proj`` +0.24-0.26 at a 0.15-nat worse test
@@ -61,25 +63,25 @@ something). Equivalently: token t sees concept j iff every token of segment j is
 boundary that closes segment j (b at the first token of segment j + 1) is at or before t. The second
 half is what makes it causal: a segment ending exactly at t is closed by b_{t+1}, which depends on token
 t + 1 (the target of position t), and its mean pools every token of the segment; a token may therefore
-never see its own segment's concept (NCM_DLCM.md §4.6a: CN's "j <= j(t)" with mean pooling leaks the
+never see its own segment's concept (open 5: the paper's "j <= j(t)" with mean pooling leaks the
 target). Both the values (concept j depends on tokens <= the end of segment j < t) and the mask (which
 depends on b_{<=t}) are functions of tokens <= t. In eval mode the concept axis is padded to the input
 length, so the shapes of every computation are those of the input too and the logits at <= t are bit-
 identical whatever follows t; training pads to the batch's largest concept count (equal to float rounding).
 
-**Concept replication** (CN "Concept replication", Eq. 17): K, V of the null + M concepts are gathered to
+**Concept replication** ("Concept replication", Eq. 17): K, V of the null + M concepts are gathered to
 the T token positions -- position i holds the concept before its own segment, concept j(i) - 1 (the null
 for segment 0) -- and one causal T x T attention (``F.scaled_dot_product_attention(is_causal=True)``,
 the kernels the paper runs as FlashAttention varlen) gives each token exactly the visible set above.
 Under a causal mask concept j appears once per replicated position at or before t, so its softmax
 weight is multiplied by that count: replication computes softmax_j(q.k_j / sqrt(d) + log n_tj) v_j with
-n_tj = #{i <= t : j(i) - 1 = j}, a segment-length-weighted cross-attention (NCM_DLCM.md §4.6b), not
+n_tj = #{i <= t : j(i) - 1 = j}, a segment-length-weighted cross-attention (open 6), not
 Psi's plain cross-attention over M concepts. ``decoder_attention: mask`` is the explicit reference:
 cross-attention over the null + M concepts with the bias log n_tj (-inf where n_tj = 0: the mask), equal
 to replication in values and gradients (``tests/dlcm``); with ``concept_weighting: uniform`` it is
 Psi's plain masked cross-attention (bias 0 / -inf), which replication cannot express.
 
-**Compression loss** (CN "Global Parser", Eq. 10; H-Net utils/train.py:13-40): L_aux = R / (R - 1) [(R - 1)
+**Compression loss** ("Global Parser", Eq. 10; H-Net utils/train.py:13-40): L_aux = R / (R - 1) [(R - 1)
 F G + (1 - F)(1 - G)] - 1 with F the fraction of boundaries (not differentiable) and G the mean p
 (differentiable), minimal (0) at F = G = 1 / R; the model returns lambda L_aux as loss ``aux``. ``parser:
 global`` (Table 4's Global Parser): F and G over the whole batch: ``all_reduce_parser_stats`` sums them
@@ -92,14 +94,14 @@ micro-batches do not exist yet when an earlier one runs backward. ``parser: sequ
 ``boundary_rate`` (F), ``boundary_prob`` (G), its standard deviation and ``boundary_prob_mid`` (the
 share of p in [0.4, 0.6]: H-Net issue 17's p hovering at 0.5), ``aux_raw`` (L_aux before lambda).
 
-**Decoupled muP** (CN "Decoupled muP", §6.1). With ``mup_base_width`` = d_base: s_token = d_model / d_base,
+**Decoupled muP** ("Decoupled muP", §6.1). With ``mup_base_width`` = d_base: s_token = d_model / d_base,
 s_concept = d_concept / d_base. Hidden matrices (every matrix except the embeddings and the head) start
 with variance sigma^2 / s (std ``init_std`` / sqrt(s)) and train with the learning rate eta / s of their
 width; embeddings (``wte``, ``wpe``, the untied head, the null concept) and every vector (biases, norm
-gains) keep eta (CN: "embeddings/biases fixed eta"); the logits are (h W_unemb^T) / s_token; AdamW's eps
-is divided by s in the scaled groups. Token components (encoder, router, decoder) use s_token and
-eta_base^token; the concept backbone s_concept and eta_base^concept = ``mup_concept_lr_ratio`` x
-eta_base^token (§6.1.2: about equal). The two matrices between the widths are assigned by
+gains) keep eta ("Decoupled muP": embeddings and biases at a fixed eta); the logits are (h W_unemb^T) /
+s_token; AdamW's eps is divided by s in the scaled groups. Token components (encoder, router, decoder) use
+s_token and eta_base^token; the concept backbone s_concept and eta_base^concept = ``mup_concept_lr_ratio``
+x eta_base^token (§6.1.2: about equal). The two matrices between the widths are assigned by
 ``mup_bridge``: ``fan_in`` (default: muP's Adam rule, eta and sigma^2 proportional to 1 / fan-in) puts
 W_up (d_token -> d_concept) with the token groups and the cross-attention's K/V (d_concept -> heads) with
 the concept groups; ``module`` puts W_up with the backbone and K/V with the decoder, as §6.1 lists
@@ -138,7 +140,7 @@ class DLCMOptions:
     """DLCM fields, mixed into a backbone config (``models.registry``: ``dlcm_gpt2``, ``dlcm_pythia``,
     ``dlcm_llama``). The backbone's ``d_model`` / ``n_head`` / ``n_kv_head`` are the token side (d_token,
     Table 3: 1536, 24 heads, 12 KV heads) and its ``n_layer`` the token layers, encoder + decoder
-    (Table 3: 10 + 6). Sources: CN = reported/dlcm/CODE_NOTES.md, S3 = seeds/003, MISSING = MISSING.md."""
+    (Table 3: 10 + 6). Sources and "open N" as in the module docstring."""
     # --- widths and depths (Table 3) ---
     d_concept: int | None = None          # None = 2 d_model (Table 3: 3072 = 2 x 1536)
     concept_heads: int | None = None      # None = 2 n_head (Table 3: 48 = 2 x 24; the head width is kept)
@@ -148,16 +150,17 @@ class DLCMOptions:
     #                                       matrices; sets the depth whose share is closest (overrides concept_layers)
     concept_mlp_hidden: int | None = None  # None = the backbone's MLP ratio at d_concept (Table 3 prints one 6144)
     decoder_layers: int | None = None     # None = round(6/16 n_layer), >= 1 (Table 3: 6 of 16); encoder = the rest
-    decoder_skip: Literal["identity", "zero_proj"] = "identity"  # the first cross block's "+ H": identity (CN's
-    #                                       Psi) | zero_proj: a zero-initialised Linear of H (H-Net hnet.py:106-109)
+    decoder_skip: Literal["identity", "zero_proj"] = "identity"  # the first cross block's "+ H": identity (the
+    #                                       paper's Psi) | zero_proj: a zero-initialised Linear of H (H-Net
+    #                                       hnet.py:106-109)
     token_window: int | None = off_switch()  # diagnostic (ours, not the paper's): the encoder's and decoder's
     #                                       self-attention see the last token_window tokens only, so context
     #                                       more than n_layer (token_window - 1) tokens back reaches a token
     #                                       through the concepts alone
-    cross_layers: Literal["first", "every"] = "first"  # first: one cross block opens the decoder (CN's Psi,
+    cross_layers: Literal["first", "every"] = "first"  # first: one cross block opens the decoder (the paper's Psi,
     #                                       written once) | every: one before each decoder layer (ours; Table 3's
     #                                       cross MLP fits both)
-    # --- boundaries (CN "Boundary predictor", §3.3; rule-based §8.1) ---
+    # --- boundaries ("Boundary predictor", §3.3; rule-based §8.1) ---
     boundary_predictor: Literal["learned", "rule"] = "learned"  # learned: q/k cosine router (§3.3; H-Net dc.py) |
     #                                       rule: adjacent h (§8.1)
     boundary_threshold: float = 0.5       # tau: b = [p >= tau] at inference (§3.3: 0.5); the rule's tau (unreported)
@@ -165,28 +168,29 @@ class DLCMOptions:
     #                                       tau a running quantile of p that opens T / R segments per window,
     #                                       updated in training, frozen at inference (ours; §8.1's tau is unreported)
     calibration_momentum: float = 0.1     # the quantile's EMA weight per training forward (ours)
-    boundary_temperature: float = 0.5     # alpha of the training Bernoulli (§3.3; unreported, MISSING: ours);
+    boundary_temperature: float = 0.5     # alpha of the training Bernoulli (§3.3; unreported, open 1: ours);
     #                                       0 = the threshold in training too (H-Net dc.py samples nothing)
-    d_scan: int | None = None             # width of q, k (CN, unreported); None = d_model (H-Net: Linear(d, d))
-    router_lm_gradient: bool = True       # the LM loss reaches p (STE gate, EMA; H-Net; S3's CE-gradient account) |
-    #                                       false: p learns from L_aux alone (CN "decoupled from LM loss", §3.3)
+    d_scan: int | None = None             # width of q, k (unreported, open 1); None = d_model (H-Net: Linear(d, d))
+    router_lm_gradient: bool = True       # the LM loss reaches p (STE gate, EMA; H-Net; the paper's
+    #                                       CE-gradient account) | false: p learns from L_aux alone (§3.3:
+    #                                       decoupled from the LM loss)
     # --- concepts and decoder ---
-    smoothing: Literal["ema", "none"] = "ema"  # S(Z) (CN, S3; unspecified, MISSING): ema = H-Net's dechunk EMA | none
+    smoothing: Literal["ema", "none"] = "ema"  # S(Z) (unspecified, open 2): ema = H-Net's dechunk EMA | none
     decoder_attention: Literal["replicate", "mask"] = "replicate"  # replicate: concepts copied to token positions +
-    #                                       causal SDPA (CN Eq. 17) | mask: explicit masked cross-attention over the
+    #                                       causal SDPA (Eq. 17) | mask: explicit masked cross-attention over the
     #                                       concepts (the reference)
     concept_weighting: Literal["count", "uniform"] = "count"  # count: what replication computes (module docstring) |
     #                                       uniform: Psi's plain cross-attention (decoder_attention: mask only)
-    cross_positions: Literal["rotary"] | None = off_switch()  # the cross-attention's positions: null (CN's Psi:
+    cross_positions: Literal["rotary"] | None = off_switch()  # the cross-attention's positions: null (the paper's Psi:
     #                                       no position term) | rotary: RoPE on Q at the token's position and on
     #                                       each replicated K at the position of its copy (ours; replication only)
-    # --- compression loss (CN "Global Parser", Eq. 10; Table 4) ---
-    target_ratio: float = 4.0             # R tokens per concept (Table 4; §8.2 text says 2, INCONSISTENCIES #3)
-    aux_weight: float = 0.03              # lambda (§3.6; unreported, MISSING): H-Net PR #13's 0.03 (NCM_DLCM §4.4)
+    # --- compression loss ("Global Parser", Eq. 10; Table 4) ---
+    target_ratio: float = 4.0             # R tokens per concept (Table 4; §8.2 text says 2, open 3)
+    aux_weight: float = 0.03              # lambda (§3.6; unreported, open 1): H-Net PR #13's train.py 0.03
     parser: Literal["global", "sequence"] = "global"  # global: F, G over the distributed, accumulated batch (Table 4
     #                                       Global Parser) | sequence: per sequence, averaged (Table 4 "Normal")
-    # --- decoupled muP (CN "Decoupled muP", §6.1) ---
-    mup_base_width: int | None = None     # d_base (unreported, MISSING); None = no muP (s_token = s_concept = 1)
+    # --- decoupled muP ("Decoupled muP", §6.1) ---
+    mup_base_width: int | None = None     # d_base (unreported, open 1); None = no muP (s_token = s_concept = 1)
     mup_concept_lr_ratio: float = 1.0     # eta_base^concept / eta_base^token (§6.1.2: about 1 on the 87M proxy)
     mup_bridge: Literal["fan_in", "module"] = "fan_in"  # group of W_up and cross K/V: fan_in (muP's Adam rule; ours) |
     #                                       module (by module, as §6.1 lists E, M, D)
@@ -296,8 +300,9 @@ class DLCMOptions:
 
 # --- boundaries ----------------------------------------------------------------------------------------
 class BoundaryRouter(nn.Module):
-    """p_t = (1 - cos(q_{t-1}, k_t)) / 2 for t >= 1, p_0 = 1 (CN; H-Net dc.py:84-101). ``learned``: q = W_q h,
-    k = W_k h, bias-free, identity at init (H-Net dc.py:50-59, kept by ``reset_parameters``); rule: q = k = h."""
+    """p_t = (1 - cos(q_{t-1}, k_t)) / 2 for t >= 1, p_0 = 1 ("Boundary predictor"; H-Net dc.py:84-101).
+    ``learned``: q = W_q h, k = W_k h, bias-free, identity at init (H-Net dc.py:50-59, kept by
+    ``reset_parameters``); rule: q = k = h."""
 
     def __init__(self, d_model: int, d_scan: int, learned: bool):
         super().__init__()
@@ -340,7 +345,7 @@ def visible_counts(seg: torch.Tensor, n_rows: int) -> torch.Tensor:
 
 # --- compression loss ------------------------------------------------------------------------------------
 def all_reduce_parser_stats(stats: torch.Tensor) -> torch.Tensor:
-    """The Global Parser's synchronisation hook (CN: "AllReduce-synced"): the (detached) statistics summed
+    """The Global Parser's synchronisation hook ("Global Parser": AllReduce-synced): the (detached) statistics summed
     over the data-parallel ranks when torch.distributed is initialised, else as given. Every rank runs
     the same forwards under DDP, so the collective matches up; eval-mode forwards never call it."""
     if dist.is_available() and dist.is_initialized():
@@ -350,8 +355,8 @@ def all_reduce_parser_stats(stats: torch.Tensor) -> torch.Tensor:
 
 
 class ParserStats:
-    """The Global Parser's accumulation over the micro-batches of one optimizer step (CN: "accumulated
-    micro-batches"). Inside ``window()`` every training forward adds its (all-reduced) sums of boundaries,
+    """The Global Parser's accumulation over the micro-batches of one optimizer step ("Global Parser":
+    accumulated micro-batches). Inside ``window()`` every training forward adds its (all-reduced) sums of boundaries,
     probabilities and tokens and its loss uses the running total; outside it each forward's statistics
     stand alone. The trainer opens one window per optimizer step: ``with model.parser_stats.window(): ...``."""
 
@@ -374,7 +379,7 @@ class ParserStats:
 
 
 def ratio_loss(f: torch.Tensor, g: torch.Tensor, ratio: float) -> torch.Tensor:
-    """L_aux = R/(R-1) [(R-1) F G + (1-F)(1-G)] - 1 (CN Eq. 10: H-Net's load_balancing_loss minus 1)."""
+    """L_aux = R/(R-1) [(R-1) F G + (1-F)(1-G)] - 1 (Eq. 10: H-Net's load_balancing_loss minus 1)."""
     return ratio / (ratio - 1) * ((ratio - 1) * f * g + (1 - f) * (1 - g)) - 1
 
 
@@ -395,7 +400,7 @@ def compression_loss(p: torch.Tensor, b: torch.Tensor, ratio: float, parser: str
 # --- decoder cross-attention -------------------------------------------------------------------------------
 class ConceptCrossAttention(nn.Module):
     """Causal cross-attention from tokens (d_token) to [null, concepts] (d_concept) with RMSNorm on Q and K
-    per head (CN Eq. 16). ``replicate``: K, V gathered to the token positions and causal SDPA (CN Eq. 17);
+    per head (Eq. 16). ``replicate``: K, V gathered to the token positions and causal SDPA (Eq. 17);
     ``mask``: the explicit reference over the concept rows (module docstring)."""
 
     def __init__(self, d_model: int, d_concept: int, n_head: int, n_kv_head: int, bias: bool, dropout: float,
@@ -432,7 +437,7 @@ class ConceptCrossAttention(nn.Module):
 
 
 class CrossBlock(nn.Module):
-    """x + gate * Psi(norm(x), Z~) then x + MLP(norm(x)) (CN Psi with its "+ H"; Table 3's cross MLP). With
+    """x + gate * Psi(norm(x), Z~) then x + MLP(norm(x)) (the paper's Psi with its "+ H"; Table 3's cross MLP). With
     ``skip`` (``decoder_skip: zero_proj``, first block only) the "+ x" is W_r x, W_r zero-initialised (H-Net
     hnet.py:106-109's residual_proj): at init the decoder reads the concepts alone, the token skip opens as
     W_r learns."""
@@ -482,7 +487,7 @@ class DLCM(TokenLM):
         dc, heads = cfg.concept_width, cfg.concept_n_head
         self.n_encoder = cfg.n_layer - cfg.n_decoder
         self.router = BoundaryRouter(cfg.d_model, cfg.scan_width, cfg.boundary_predictor == "learned")
-        self.up = Linear(cfg.d_model, dc, bias=cfg.bias)                             # W_up (S3 Eq. 7)
+        self.up = Linear(cfg.d_model, dc, bias=cfg.bias)                             # W_up (Eq. 7)
         rotary = (Rotary(dc // heads, cfg.rotary_pct, cfg.rotary_base, cfg.seq_len, cfg.rope_scaling)
                   if cfg.positional == "rotary" else None)  # concept index positions; GPT-2: none (pooled wpe)
         self.concept_blocks = nn.ModuleList(

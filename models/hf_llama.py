@@ -4,10 +4,11 @@
 (two more token layers initialised the same way); ``conceptlm_from_hf_llama`` gives
 ConceptLM-Llama for continual pre-training (arXiv 2602.08984 §4.3, Table 3): every backbone weight
 copied, and the new concept layers initialised from the backbone's first layers ("the new layers are
-initialised from the base's first two layers", §4.3; the released code does not do it, CODE_NOTES
-item 14). The codebook transform and the coefficient heads start fresh. ``init_from_pretrained`` does
-the same into a model the trainer built from a profile (``train.init_from``: Table 3's continual
-pre-training), after checking every shape setting against the checkpoint's.
+initialised from the base's first two layers", §4.3; the released code does not do it, docs/sources.md,
+"ConceptLM: the authors' code", item 14). The codebook transform and the coefficient heads start fresh.
+``init_from_pretrained`` does the same into a model the trainer built from a profile
+(``train.init_from``: Table 3's continual pre-training), after checking every shape setting against the
+checkpoint's.
 
 HF keeps q, k, v and gate, up as separate matrices; ours are fused ``[q | k | v]`` and
 ``[gate | up]`` along the output dimension, so those are concatenated. Both use the "rotate half"

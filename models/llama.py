@@ -19,7 +19,8 @@ from models.token_lm import TokenLMConfig
 class LlamaConfig(TokenLMConfig):
     """Llama conventions, each with its source (HF = ``transformers`` ``LlamaConfig`` /
     ``LlamaPreTrainedModel``; 3.1 = Llama-3.1-8B's ``config.json``, the backbone of §4.3; L = the
-    ConceptLM authors' Llama code, ``ConceptLM_Llama3model.py``, CODE_NOTES.md):
+    ConceptLM authors' Llama code, ``ConceptLM_Llama3model.py``, docs/sources.md, "ConceptLM: the authors'
+    code"):
 
     * ``bias`` False (HF ``attention_bias`` / ``mlp_bias``); ``activation`` swiglu (HF ``silu`` gate);
       ``norm`` rmsnorm, pre-norm, final ``norm`` before the head (HF).

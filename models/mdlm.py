@@ -3,9 +3,9 @@
 
 The backbone's blocks (GPT-2, Pythia or Llama conventions, ``models.token_lm``) run bidirectionally
 (``causal=False``) over a sequence in which some tokens are replaced by an absorbing [MASK] token;
-the network predicts the clean tokens. Sources are the two public codebases as digested in
-``../shared/anchors/NCM_DLCM.md`` §2.4-2.5 (file:line of the snapshots named there: mdlm = kuleshov-
-group/mdlm @ c112c526, duo = s-sahoo/duo @ 7c9b498f):
+the network predicts the clean tokens. Sources are the two public codebases as summarised in
+docs/sources.md, "MDLM / DUO" (file:line of the snapshots named there: mdlm = kuleshov-group/mdlm @
+c112c526, duo = s-sahoo/duo @ 7c9b498f):
 
 * **absorbing state**: [MASK] is an extra id, ``mask_id = vocab_size`` (our BPE has no mask token);
   the embedding has V + 1 rows and the head V + 1 outputs (duo trainer_base.py:857-870; mdlm
@@ -54,25 +54,26 @@ Sampler (``sample``): ancestral sampling with caching, the sources' ``ddpm_cache
 ``SAMPLE_EPS`` = 1e-5, steps + 1): for each step t -> s, a masked position becomes token v with
 probability p_theta(v) (alpha_s - alpha_t) / (1 - alpha_t) and stays masked with probability
 (1 - alpha_s) / (1 - alpha_t) (duo ``_posterior_from_x0``); unmasked positions are carried over.
-Without time conditioning p_theta depends on x_t alone, so when a step changes no token the next
-step reuses it (the cache): NFE <= steps. The posterior and the Gumbel noise are float64 (duo
+Without time conditioning p_theta depends on x_t alone, so when a step changes no token the next step
+reuses it (the cache): NFE <= steps. The posterior and the Gumbel noise are float64 (duo
 ``sampling.use_float64: True``, trainer_base.py:591-592, 908; mdlm main samples in float32, a known
-cause of too-low Gen PPL and entropy, digest §2.5 / §2.8). The draw from q is factorised exactly
-(ours, for speed; the sources draw argmax q / E over all V + 1 entries of every position): stay
-masked with probability (1 - alpha_s) / (1 - alpha_t) (a float64 uniform), else draw a token from
-p_theta as argmax p / E, E = 1e-10 - log(U + 1e-10) (duo ``sample_categorical``, an exponential
-race); p_theta is computed for the masked positions only. ``noise_removal``
-after the last step (duo ``sampling.noise_removal``, default ``ancestral``, configs/config.yaml):
-``ancestral`` draws every still-masked position from p_theta (alpha_s = 1), ``greedy`` takes its
-argmax (the greedy-tail sampler: lower Gen PPL and entropy), ``none`` leaves it masked. Both reuse a
-valid cache, and are skipped when nothing is masked any more (the output would not change; duo
-always calls the network for ``greedy``): ``nfe`` counts the calls actually made, <= steps + 1.
+cause of too-low Gen PPL and entropy, docs/sources.md, "MDLM / DUO", item 7). The draw from q is
+factorised exactly (ours, for speed; the sources draw argmax q / E over all V + 1 entries of every
+position): stay masked with probability (1 - alpha_s) / (1 - alpha_t) (a float64 uniform), else draw a
+token from p_theta as argmax p / E, E = 1e-10 - log(U + 1e-10) (duo ``sample_categorical``, an
+exponential race); p_theta is computed for the masked positions only. ``noise_removal`` after the last
+step (duo ``sampling.noise_removal``, default ``ancestral``, configs/config.yaml): ``ancestral`` draws
+every still-masked position from p_theta (alpha_s = 1), ``greedy`` takes its argmax (the greedy-tail
+sampler: lower Gen PPL and entropy), ``none`` leaves it masked. Both reuse a valid cache, and are
+skipped when nothing is masked any more (the output would not change; duo always calls the network for
+``greedy``): ``nfe`` counts the calls actually made, <= steps + 1.
 
-Not reproduced (recorded here, not switches): the rest of the sources' DiT backbone (adaLN, dropout 0.1
-in ``model=small``; ours are the backbone's blocks, above; rotary is ``model.positional``), the EMA of the weights (0.9999, both
-codebases; the suite's trainer keeps none) and their optimiser recipe (AdamW 3e-4, no weight decay,
-constant LR after warm-up, digest §2.4: the profile's ``train`` settings decide). Semi-autoregressive
-sampling, the ``analytic`` predictor and nucleus sampling (duo ``p_nucleus``, default 1.0) are left out.
+Not reproduced (recorded here, not switches): the rest of the sources' DiT backbone (adaLN, dropout 0.1 in
+``model=small``; ours are the backbone's blocks, above; rotary is ``model.positional``), the EMA of the
+weights (0.9999, both codebases; the suite's trainer keeps none) and their optimiser recipe (AdamW 3e-4,
+no weight decay, constant LR after warm-up, docs/sources.md, "MDLM / DUO", item 5: the profile's ``train``
+settings decide). Semi-autoregressive sampling, the ``analytic`` predictor and nucleus sampling (duo
+``p_nucleus``, default 1.0) are left out.
 """
 from __future__ import annotations
 

@@ -4,14 +4,14 @@ The tokenizer of stage 1 (``models.ncm_tokenizer``, arch ``ncm_tokenizer``) turn
 into K scales of codes r_1..r_K (l_k codes each). The generator models
 p(r_1..r_K) = prod_k prod_i p(r_k^i | zhat^(k-1)): every code of scale k is predicted in one forward
 pass from the cumulative reconstruction of the coarser scales, the codes of one scale independent
-given it (seed 002 §2.1, Eqs. 3-5). Sources as in ``models.ncm_tokenizer`` (seed 002 = the reading
-note, VAR = FoundationVision/VAR digested in ``../shared/anchors/NCM_DLCM.md`` §1; *ours* where both
-are silent).
+given it (Sec. 3.2, Eqs. 3-5). Sources as in ``models.ncm_tokenizer`` (the paper's sections as summarised in
+docs/sources.md, "NCM: what the paper specifies"; VAR = FoundationVision/VAR, docs/sources.md, "VAR's
+quantiser (FoundationVision/VAR quant.py)"; *ours* where both are silent).
 
 * The tokenizer: built inside from ``model.tokenizer`` (the upstream ``ncm_tokenizer`` experiment's
   model config, arch and fields; its L must be this model's ``seq_len``), frozen (``requires_grad_(False)``,
   eval mode whatever the generator's mode) and loaded from that run by ``load_upstream(final_dir)``
-  before training (seed 002 §2.3: the tokenizer is frozen in stage 2). Its weights are part of this
+  before training (Sec. 3.4: the tokenizer is frozen in stage 2). Its weights are part of this
   model's checkpoint, so sampling needs only this run's ``final/``.
 * Input of block k (teacher forcing, VAR ``idxBl_to_var_input``): block 1 a learned start embedding
   over its l_1 positions (VAR's SOS, without a class); block k > 1 Down_k(zhat^(k-1)) -- the
@@ -21,13 +21,13 @@ are silent).
 * ``attention`` block_diagonal: a position attends to its own block only (NCM App. F.2 / Table 9,
   unconditional: the input already carries zhat^(k-1); 15.41 vs 19.63 PPL) | block_causal: to its own
   block and every coarser one (VAR's mask, Table 9's alternative). All scales are trained in one
-  forward pass (seed 002 §2.3); the masks are ``models.blocks.Segments``, which attend block by block
+  forward pass (Sec. 3.4); the masks are ``models.blocks.Segments``, which attend block by block
   and never compute the masked-out pairs (equal to the explicit bool mask, ``attention_mask``).
-* ``perturb_rate`` p (seed 002 §2.3, App. F.3): in training each conditioning code (scales 1..K-1, the
+* ``perturb_rate`` p (Sec. 3.4, App. F.3): in training each conditioning code (scales 1..K-1, the
   ones the inputs are built from) is replaced with probability p by another code of the same
   codebook, uniform over the other |V| - 1; the labels stay the clean codes. The paper's rate is
   UNKNOWN (moderate best, ~19 vs ~49 PPL without); 0.1 is *ours*.
-* Loss ``gen`` (seed 002 §2.3, Eq. 10): -sum_k w_k sum_i log p(r_k^i | ztilde^(k-1)) with
+* Loss ``gen`` (Sec. 3.4, Eq. 10): -sum_k w_k sum_i log p(r_k^i | ztilde^(k-1)) with
   w_k = l_k^(-alpha) / sum_j l_j^(1-alpha); alpha 0 weighs every code alike (VAR's 1/L per token),
   alpha 1 every scale alike. NCM's alpha is UNKNOWN (alpha <= 1 all ~19 PPL, App. F.2): 0 is *ours*,
   VAR's. Metrics per scale: ``ce_s<k>`` and ``acc_s<k>`` (VAR's eval logs CE and accuracy).
@@ -38,7 +38,7 @@ are silent).
   ids -- unrelated across scales when each scale has its own codebook -- do not share output rows.
   VAR's AdaLN (class conditioning) has nothing to condition on here and is left out.
 
-Sampling (``sample``, seed 002 §2.3, Algorithm 2): zhat = 0; for k = 1..K one generator call on
+Sampling (``sample``, Sec. 3.4, Algorithm 2): zhat = 0; for k = 1..K one generator call on
 block k's input, sample scale k's codes (temperature, top-k, top-p; VAR ``sample_with_top_k_top_p_``),
 zhat += R_k(e_k(r_k)); then the frozen decoder's argmax tokens. NFE = K, and each call runs only the
 l_k positions of the current scale: block-diagonal attention needs nothing else (NCM App. F.2);
@@ -186,7 +186,7 @@ class NCM(nn.Module):
         ``ncm_tokenizer`` run's ``final/``). With a ``manifest.json`` beside them, a run of another
         configuration (L, K, lengths, widths...) is refused naming the key.
 
-        An upstream ``ncm`` run (two-stage training, seed 002 Sec. 3.4: the generator first trained on
+        An upstream ``ncm`` run (two-stage training, NCM Sec. 3.4: the generator first trained on
         unpaired target-side text, then on pairs): its whole generator, its tokenizer included, is the
         starting point; the source prefix's parameters, which it has not, keep their initialisation."""
         final_dir = Path(final_dir)
@@ -303,7 +303,7 @@ class NCM(nn.Module):
 
     def perturb(self, codes: list[torch.Tensor]) -> list[torch.Tensor]:
         """Each conditioning code (scales 1..K-1) replaced with probability ``perturb_rate`` by another
-        code of its codebook, uniform over the other |V| - 1 (seed 002 §2.3)."""
+        code of its codebook, uniform over the other |V| - 1 (Sec. 3.4)."""
         out = []
         for r, V in zip(codes[:-1], self.sizes):
             hit = torch.rand(r.shape, device=r.device) < self.cfg.perturb_rate
@@ -351,7 +351,7 @@ class NCM(nn.Module):
 
     def num_params(self, non_embedding: bool = True) -> int:
         """The generator's parameters, the frozen tokenizer left out (NCM reports generator sizes,
-        seed 002 §3); ``non_embedding`` also leaves out the position embedding."""
+        App. B-C); ``non_embedding`` also leaves out the position embedding."""
         n = sum(p.numel() for name, p in self.named_parameters() if not name.startswith("tokenizer."))
         return n - self.pos.weight.numel() if non_embedding else n
 
@@ -383,7 +383,7 @@ def sample(model: NCM, n: int, temperature: float = 1.0, top_k: int | None = Non
     ``source`` (n, P): the prefix of a conditional model (``prefix_len`` P > 0), run once into every
     layer's KV cache; each scale's call attends to it and to itself (block-diagonal: the scale's keys are
     dropped after the call) or to it and every coarser scale (block-causal). ``guidance`` w != 1
-    (classifier-free guidance, seed 002 App. F.4; the scales are UNKNOWN): every call also runs the null
+    (classifier-free guidance, App. F.4; the scales are UNKNOWN): every call also runs the null
     condition, batched with the conditional rows, and samples from uncond + w (cond - uncond) logits
     (w = 1 + VAR's cfg t); it counts as two calls.
 

@@ -1,26 +1,27 @@
 """NCM stage 1: the multi-scale residual tokenizer of Next-Concept Modeling (Kumbong et al., arXiv 2610.14162).
 
 Text x of L tokens becomes K scales of discrete codes, coarse to fine: scale k holds l_k codes, with
-l_1 < ... < l_K = L (seed 002 §2.1, Sec. 3.2). The paper is not reachable; every statement below comes
-from the Chinese reading note ``../shared/seeds/002_*`` (cited "seed 002 §x"), and every operator it
-leaves open is a switch whose default is VAR's (FoundationVision/VAR ``models/quant.py``, digested in
-``../shared/anchors/NCM_DLCM.md`` §1, cited "VAR") or marked *ours* (``../shared/reported/ncm/MISSING.md``
-lists what is unknown).
+l_1 < ... < l_K = L (Sec. 3.2). The paper was not reachable; every statement below comes from a reading
+note of it, summarised with the paper's section, equation and appendix numbers (cited here) in
+docs/sources.md, "NCM: what the paper specifies", and every operator it leaves open is a switch whose
+default is VAR's (FoundationVision/VAR ``models/quant.py``, docs/sources.md, "VAR's quantiser
+(FoundationVision/VAR quant.py)", cited "VAR", its item n "VAR n") or marked *ours* (docs/sources.md,
+"NCM: what the paper leaves open", lists what is UNKNOWN).
 
-1. encoder (seed 002 §2.2: z = E_phi(x) in R^{L x d}): token + learned position embeddings, ``n_layer``
+1. encoder (Sec. 3.3: z = E_phi(x) in R^{L x d}): token + learned position embeddings, ``n_layer``
    bidirectional blocks (``models.blocks.Block`` with ``causal=False``), a final norm and a linear map
    down to the code width ``d_code`` (VAR's ``quant_conv``), then (``latent_norm``, *ours*) a LayerNorm
    without affine, so every position of z has unit RMS. Without it the straight-through gradient grows
    z far faster than the codebooks can follow (a 300-step toy: z RMS 2.4 against codes 0.1-0.2, VQ
    loss rising from 0.01 to ~8, 16 % of the codes used; VAR#132 reports the same rise); with it and
    codebooks drawn at ``code_init_std`` 0.3 (*ours*), codes follow and usage doubles.
-2. residual quantiser (seed 002 §2.2, Eqs. 6-8; VAR ``VectorQuantizer2.forward``): the residual starts as
+2. residual quantiser (Sec. 3.3, Eqs. 6-8; VAR ``VectorQuantizer2.forward``): the residual starts as
    the *detached* z. For k = 1..K: u_k = Down_k(residual) (l_k vectors), r_k = the nearest code of
    codebook k (squared L2, no gradient), h_k = R_k(e_k(r_k)) (back to length L), zhat^(k) = zhat^(k-1) + h_k,
-   residual -= sg[h_k]. Down_k, R_k are unknown in NCM (CODE_NOTES); here
+   residual -= sg[h_k]. Down_k, R_k are UNKNOWN in NCM; here
    * ``down`` area: average pooling to l_k (``F.interpolate(mode='area')``, VAR) | linear: linear
      interpolation (sampling, no pooling);
-   * ``up`` linear: linear interpolation to L (VAR's bicubic has no 1-D form in torch, digest §1.1) |
+   * ``up`` linear: linear interpolation to L (VAR's bicubic has no 1-D form in torch, VAR 1) |
      nearest: each code repeated over its span;
    * then VAR's phi: phi(h) = (1 - ``phi_ratio``) h + ``phi_ratio`` Conv1d_k3(h) (VAR ``Phi``, 0.5), with
      ``phi_share`` convs: 0 one per scale, 1 one for all, n > 1 n convs, scale k taking the conv whose
@@ -28,7 +29,7 @@ lists what is unknown).
      ``phi_ratio`` 0 removes it.
    Every Down and R is the identity at length L (VAR: no interpolation at the last scale).
 3. codebooks: ``codebook_size`` codes of width ``d_code`` per scale (``shared_codebook`` false: the
-   paper's notation e_{k,j}, |V_k|, seed 002 §2.1-2.2) or one for all scales (true: VAR, one
+   paper's notation e_{k,j}, |V_k|, Sec. 3.2-3.3) or one for all scales (true: VAR, one
    ``nn.Embedding``). ``codebook_sizes`` gives each scale its own |V_k| (the notation allows it; the
    paper's sizes are UNKNOWN): scale k's codes can carry at most l_k ln |V_k| nats, so small coarse
    books force the coarse codes to a low entropy, and the generator's code NLL per window is bounded
@@ -41,9 +42,9 @@ lists what is unknown).
    the codebook from the data. Without it the embedded tokenizers collapsed: on the L 24, K 6 world
    tokenizer (600 steps) the finest scale used 17 codes (usage perplexity; 9.6 % of 512) and full
    reconstruction stopped at 83 % of tokens.
-4. nested dropout (seed 002 §2.2: "each step randomly truncates the later scales"): in training, with
+4. nested dropout (Sec. 3.3: each step randomly truncates the later scales): in training, with
    probability ``nested_dropout`` a sequence is reconstructed from its first k scales only, k uniform in
-   1..K, drawn per sequence (*ours*; the note does not say per sequence or per batch). The decoder input
+   1..K, drawn per sequence (*ours*; the paper as read does not say per sequence or per batch). The decoder input
    and the VQ loss then use zhat^(k); codebooks of scales > k get no gradient from that sequence.
    Short runs pay for it: on the embedded world (L 128, K 12, d 64, 300 steps of 16 windows, lr 3e-3)
    exact reconstruction from all K scales reached 26 % with probability 1 and 60 % with 0.5.
@@ -63,21 +64,21 @@ lists what is unknown).
    sequence truncated to k scales lands on each position of z as if z were decoded whole, and the
    coarse scales of the embedded tokenizers carried almost no content (``docs/ncm_embedded.md``).
 
-Losses (seed 002 §2.2, Eq. 9, and VAR quant.py:95-97), weighted by ``train.loss_weights``:
+Losses (Sec. 3.3, Eq. 9, and VAR quant.py:95-97), weighted by ``train.loss_weights``:
 
 * ``rec``: token reconstruction cross-entropy -(1/L) sum_i log p(x_i | zhat^(k)), mean over the batch;
 * ``vq``: ``vq_beta`` * MSE(z, sg[zhat]) (commitment, to the encoder) + MSE(sg[z], zhat) (codebooks and
   phi), on the *cumulative* reconstruction. ``vq_scales`` all: averaged over every scale 1..k, as VAR
-  sums over scales and divides by their number | last: on zhat^(k) only, the note's Eq. 9 read
-  literally. Whether NCM sums over scales is UNKNOWN (digest §1.1). beta 0.25: VAR ``vqvae.py`` (NCM's
-  beta is UNKNOWN, MISSING.md).
+  sums over scales and divides by their number | last: on zhat^(k) only, Eq. 9 read
+  literally. Whether NCM sums over scales is UNKNOWN (VAR 1). beta 0.25: VAR ``vqvae.py`` (NCM's
+  beta is UNKNOWN).
 
 Metrics per scale k (1-based): ``usage_pct_s<k>`` codes used in the batch (% of the codebook),
 ``usage_ppl_s<k>`` usage perplexity exp(H) of the assignments, ``vq_s<k>`` MSE(zhat^(k), z) of the
 cumulative reconstruction (VAR logs per-scale usage, VAR#132 the VQ loss); ``rec_acc`` the exact
 token accuracy of the reconstruction the decoder was given.
 
-Scale lengths (``length_schedule``, seed 002 §4.5 / App. F.1: exponential ~ quadratic >> sqrt, log; the
+Scale lengths (``length_schedule``, App. F.1: exponential ~ quadratic >> sqrt, log; the
 paper's lists are UNKNOWN) are defined by real targets t_k, k = 1..K, u = k / K:
 
 * exponential: t_k = L^u (a constant ratio L^(1/K) between successive scales; VAR's patch sizes grow so);
@@ -105,7 +106,7 @@ from models.losses import linear_cross_entropy
 
 Schedule = Literal["exponential", "quadratic", "sqrt", "log", "linear"]
 SCHEDULES = get_args(Schedule)
-DEFAULT_SCALES = 12  # K of NCM's TinyStories and LM1B runs (L 128; seed 002 §3)
+DEFAULT_SCALES = 12  # K of NCM's TinyStories and LM1B runs (L 128; App. B-C)
 
 
 def schedule_lengths(seq_len: int, n_scales: int, schedule: str) -> tuple[int, ...]:
@@ -130,9 +131,9 @@ def schedule_lengths(seq_len: int, n_scales: int, schedule: str) -> tuple[int, .
 class NCMTransformerFields:
     """The transformer fields the NCM tokenizer and generator share, named as the suite's backbones
     (``models.token_lm``) so a profile's ``defaults.model`` applies. Defaults are GPT-2's (*ours*: NCM's
-    architectures are UNKNOWN, MISSING.md): pre-norm blocks, 4 d MLP, tanh GELU, biases, LayerNorm eps
+    architectures are UNKNOWN): pre-norm blocks, 4 d MLP, tanh GELU, biases, LayerNorm eps
     1e-5, N(0, 0.02) init with output projections x 1/sqrt(2 n_layer) (VAR divides them by sqrt(2 depth)
-    too, digest §1.3), no dropout."""
+    too, VAR 4), no dropout."""
     vocab_size: int
     seq_len: int
     d_model: int
@@ -157,11 +158,11 @@ class NCMTokenizerConfig(NCMTransformerFields):
     dec_layers: int | None = None       # decoder depth; None = n_layer (ours; NCM's depths UNKNOWN)
     d_code: int = 32                    # latent / code width d (VAR Cvae 32; NCM's d UNKNOWN)
     codebook_size: int = 4096           # codes per codebook |V_k| (VAR V 4096; NCM's UNKNOWN)
-    codebook_sizes: tuple | None = None  # |V_1..V_K| per scale, overrides codebook_size (notation |V_k|, seed 002
-    #                                      §2.1; sizes UNKNOWN): small coarse books bound the coarse codes' entropy
+    codebook_sizes: tuple | None = None  # |V_1..V_K| per scale, overrides codebook_size (notation |V_k|, Sec.
+    #                                      3.2; sizes UNKNOWN): small coarse books bound the coarse codes' entropy
     shared_codebook: bool = False       # one codebook per scale (NCM notation e_{k,j}, |V_k|) | shared (VAR)
-    n_scales: int | None = None         # K; None = len(scale_lengths), else 12 (NCM TinyStories / LM1B, seed 002 §3)
-    length_schedule: Schedule = "exponential"  # l_k schedule (seed 002 §4.5: exponential best; see docstring)
+    n_scales: int | None = None         # K; None = len(scale_lengths), else 12 (NCM TinyStories / LM1B, App. B-C)
+    length_schedule: Schedule = "exponential"  # l_k schedule (App. F.1: exponential best; see docstring)
     scale_lengths: tuple | None = None  # explicit l_1 < ... < l_K = L; overrides length_schedule
     down: Literal["area", "linear"] = "area"  # Down_k: area pooling (VAR) | linear interpolation
     up: Literal["linear", "nearest"] = "linear"  # R_k interpolation: linear (VAR's bicubic in 1-D) | nearest
@@ -172,10 +173,10 @@ class NCMTokenizerConfig(NCMTransformerFields):
     #                                            only (Eq. 9)
     straight_through: Literal["latent", "scale", "anchored"] = "latent"  # decoder gradient to z at L (VAR) | through
     #                                     each scale's Down_k / R_k | both: truncated per scale + full at L (ours; docstring 5.)
-    nested_dropout: float = 1.0         # P(truncate a sequence to k ~ U{1..K} scales) (seed 002 §2.2: every step)
+    nested_dropout: float = 1.0         # P(truncate a sequence to k ~ U{1..K} scales) (Sec. 3.3: every step)
     tie_embeddings: bool = False        # decoder head tied to the encoder's token embedding (ours: untied)
     latent_norm: bool = True            # z = LayerNorm without affine of the code projection (ours) | raw (VAR)
-    code_init_std: float = 0.3          # codebook init N(0, s^2) (ours; VAR's is not in the digest)
+    code_init_std: float = 0.3          # codebook init N(0, s^2) (ours; VAR's is not in docs/sources.md)
     dead_code_threshold: float = 0.1    # restart codes used < this x the uniform rate (EMA); 0 = never (ours, see 3.)
     dead_code_decay: float = 0.99       # EMA decay of the code usage counts (SoundStream / EnCodec's)
 
@@ -526,7 +527,7 @@ class NCMTokenizer(nn.Module):
 @torch.no_grad()
 def reconstruction_accuracy(model: NCMTokenizer, token_windows: torch.Tensor, batch_size: int = 64) -> dict[int, float]:
     """Exact token accuracy of decoding from the first k scales, for every k = 1..K (NCM Table 1 at
-    k = K, seed 002 §4.1; the curve over k is ours): ``{k: fraction of tokens whose argmax equals the
+    k = K; the curve over k is ours): ``{k: fraction of tokens whose argmax equals the
     input}`` over ``token_windows`` (N, L), in eval mode (no nested dropout)."""
     was_training = model.training
     model.eval()

@@ -1,19 +1,20 @@
 """Product vector quantisation of chunk states: ConceptLM's concept vocabulary (arXiv 2602.08984 §2.2).
 
 A concept ``c`` (d features) is split into S segments of d/S features; segment s has its own N codes,
-so the vocabulary has N^S combinations for N * d code scalars (§2.2, note 001 §4.1).
+so the vocabulary has N^S combinations for N * d code scalars (§2.2; docs/sources.md, "ConceptLM: what
+the paper leaves open", item 5).
 
 Codes follow SimVQ (Zhu et al. 2025), as the authors' code does (``vector_quantize_pytorch.SimVQ``,
-CODE_NOTES item 5): the base codes are a *frozen* Gaussian table (``randn * (d/S)^-0.5``) and what
-is learned is a per-segment transform of them. ``transform='mlp'`` is the two-layer MLP with ReLU
-of the paper (§4.1, App. E.3: it prevents the collapse a plain map shows at shallow insertion) and
-of the Pythia/Llama code (the default on Pythia and Llama); ``'linear'`` is the single bias-free
-linear map ``nn.Linear(d/S, d/S, bias=False)`` the GPT-2 code gets from the library default (CODE_NOTES
-item 4; the default of ``conceptlm_gpt2``). The transform is initialised like the rest of the model
-(``blocks.init_weights``: N(0, 0.02), zero biases), which is what the authors' ``transformers``
-models do to every ``nn.Linear`` they contain, SimVQ's included (``post_init``; our inference, the
-training code is not released). The predicted concepts then start below the token states' scale
-(checked for d = 32-768, both transforms, GPT-2 and Pythia); with ``nn.Linear``'s default
+docs/sources.md, "ConceptLM: the authors' code", item 5): the base codes are a *frozen* Gaussian table
+(``randn * (d/S)^-0.5``) and what is learned is a per-segment transform of them. ``transform='mlp'`` is
+the two-layer MLP with ReLU of the paper (§4.1, App. E.3: it prevents the collapse a plain map shows at
+shallow insertion) and of the Pythia/Llama code (the default on Pythia and Llama); ``'linear'`` is the
+single bias-free linear map ``nn.Linear(d/S, d/S, bias=False)`` the GPT-2 code gets from the library
+default (item 4 of the same section; the default of ``conceptlm_gpt2``). The transform is initialised like
+the rest of the model (``blocks.init_weights``: N(0, 0.02), zero biases), which is what the authors'
+``transformers`` models do to every ``nn.Linear`` they contain, SimVQ's included (``post_init``; our
+inference, the training code is not released). The predicted concepts then start below the token states'
+scale (checked for d = 32-768, both transforms, GPT-2 and Pythia); with ``nn.Linear``'s default
 initialisation they start 5-10 times above it and drown the token embeddings at insertion depth 0.
 
 The nearest-neighbour assignment (under ``no_grad``) and the VQ loss
@@ -65,8 +66,9 @@ class ProductVQ(nn.Module):
 
     def loss(self, c: torch.Tensor, codes: torch.Tensor, index: torch.Tensor, beta: float,
              segment_reduction: str) -> torch.Tensor:
-        """Codebook + beta * commitment MSE of each segment, averaged (Pythia/Llama code) or summed
-        (GPT-2 code, CODE_NOTES item 6; the ``conceptlm_gpt2`` default) over segments."""
+        """Codebook + beta * commitment MSE of each segment, averaged (Pythia/Llama code) or summed (GPT-2
+        code; docs/sources.md, "ConceptLM: the authors' code", item 6; the ``conceptlm_gpt2`` default) over
+        segments."""
         x = self.segments(c)
         q = codes[torch.arange(self.S, device=index.device), index]           # (..., S, d/S)
         per_segment = ((x.detach() - q).pow(2) + beta * (x - q.detach()).pow(2)).flatten(0, -3).mean((0, 2))

@@ -41,7 +41,7 @@ ROPE_SCALING = ("rope_type", "factor", "low_freq_factor", "high_freq_factor", "o
 class TokenLMConfig:
     """Hyper-parameters of a GPT-2-style token LM. Every default, with its source (HF = ``transformers``
     ``GPT2Config`` / ``GPT2PreTrainedModel._init_weights``; G = the ConceptLM authors' GPT-2 code,
-    ``ConceptLM_GPT2model.py``, CODE_NOTES.md):
+    ``ConceptLM_GPT2model.py``, docs/sources.md, "ConceptLM: the authors' code"):
 
     * ``mlp_ratio`` 4: MLP width 4 d (HF ``n_inner=None``).
     * ``dropout`` 0.0: HF's GPT-2 has 0.1 on embeddings, residuals and attention, and G reads its dropout
@@ -112,7 +112,8 @@ class TokenLMConfig:
 @dataclass(frozen=True)
 class PythiaConfig(TokenLMConfig):
     """GPT-NeoX conventions used by Pythia (HF = ``transformers`` ``GPTNeoXConfig`` / ``GPTNeoXPreTrainedModel``;
-    P = the ConceptLM authors' Pythia code, ``ConceptLM_Pythiamodel.py``, CODE_NOTES.md):
+    P = the ConceptLM authors' Pythia code, ``ConceptLM_Pythiamodel.py``, docs/sources.md, "ConceptLM: the
+    authors' code"):
 
     * ``activation`` gelu, exact (HF ``hidden_act``); ``parallel_residual`` True (HF ``use_parallel_residual``).
     * ``positional`` rotary on 25 % of each head (HF ``partial_rotary_factor`` 0.25), base 10000 (HF

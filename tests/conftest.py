@@ -1,6 +1,7 @@
 """Shared fixtures: a tiny real corpus (local jsonl files -> BPE -> token memmaps) and run settings.
 
-Nothing here needs the network or ../shared; every file is created under pytest's tmp dirs.
+Nothing here needs the network or the local data copies (docs/sources.md, "Local copies of real data");
+every file is created under pytest's tmp dirs.
 """
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ def test_default_profile_is_valid_and_resolves():
     run = run_config(config, "pm_gpt2_s", 0)
     assert run["seed"] == 0
     assert run["model"]["n_layer"] == 6 and run["model"]["mlp_ratio"] == 4  # registry defaults written out
-    assert run["model"]["tie_embeddings"] is False  # every GPT-2 arm untied, Base and PM too (CODE_NOTES)
+    assert run["model"]["tie_embeddings"] is False  # every GPT-2 arm untied, Base and PM too (G: models/token_lm.py)
     assert run_config(config, "conceptlm_gpt2_s", 0)["model"]["fusion"] == "norm_add"  # GPT-2 backbone default
     assert run_config(config, "conceptlm_pythia_s", 0)["model"]["insert_layer"] == 1  # Pythia: L1 (§4.1)
     # the embedded GPT-2 row takes §3's summed NCP loss (the profile says why), every other row the code's mean

@@ -1,7 +1,8 @@
 """Conditional generation of a trained run on its paired test split: the ``cond`` evaluations of the DAG.
 
-NCM Tables 2 and 3 (seed 002 Sec. 4.3-4.4): summaries (ROUGE), translations (BLEU) and Sudoku boards
-(whole-board accuracy), each with its NFE and wall time. One job per (run, eval name):
+NCM Tables 2 and 3 (docs/sources.md, "NCM: what the paper specifies", item 7): summaries (ROUGE),
+translations (BLEU) and Sudoku boards (whole-board accuracy), each with its NFE and wall time. One job per
+(run, eval name):
 
 1. The first ``examples`` test examples: the sources exactly as the run was trained on them (the first
    ``source_len`` tokens of each record of ``test.bin``, ``corpora.tokenization.tokenize_pairs``), the

@@ -2,17 +2,17 @@
 
 * BLEU: ``sacrebleu`` corpus BLEU with its defaults -- 13a tokenisation, case-sensitive, exponential
   smoothing, one reference per example -- as E2D2's ``evaluate.load("sacrebleu")`` (the WMT14 baseline
-  of NCM Table 2; ``../shared/reported/EVAL_NOTES.md``); the signature string goes into the result.
+  of NCM Table 2; docs/sources.md, "Evaluation notes" B); the signature string goes into the result.
 * ROUGE-1 / 2 / L: ``rouge-score`` F1 per example, averaged over examples, **without stemming**
   (``use_stemmer=False``: the default of ``evaluate.load("rouge")`` E2D2 uses; NCM's own choice is
   UNKNOWN). HF ``evaluate`` reports the bootstrap median of the same per-example scores; the plain mean
   is deterministic and within the bootstrap's spread.
 * Sudoku whole-board accuracy: ``corpora.sudoku.board_correct`` (every cell equal to the unique
   solution, hence a valid board that keeps the givens).
-* MBR (minimum Bayes risk, seed 002 Sec. 4.3): among n candidates for one source, the one with the
-  highest mean utility against the other n - 1 (ties: the first); utilities ``bleu`` (sacrebleu
-  sentence BLEU), ``rougeL`` (ROUGE-L F1) and ``chars`` (the fraction of equal characters, for Sudoku
-  boards). NCM does not say which similarity it uses (CODE_NOTES: UNKNOWN).
+* MBR (minimum Bayes risk, NCM Table 2): among n candidates for one source, the one with the highest
+  mean utility against the other n - 1 (ties: the first); utilities ``bleu`` (sacrebleu sentence BLEU),
+  ``rougeL`` (ROUGE-L F1) and ``chars`` (the fraction of equal characters, for Sudoku boards). NCM does
+  not say which similarity it uses (UNKNOWN: docs/sources.md, "NCM: what the paper leaves open").
 """
 from __future__ import annotations
 

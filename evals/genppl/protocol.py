@@ -1,6 +1,6 @@
 """Gen. PPL of generated samples under a judge LM, and their unigram entropy: the MDLM/DUO protocol.
 
-The steps, in order (anchors: ../shared/anchors/NCM_DLCM.md §2.1-2.2 and ../shared/reported/EVAL_NOTES.md;
+The steps, in order (docs/sources.md, "Evaluation notes" A, with the upstream lines it names;
 D = s-sahoo/duo @ 7c9b498 ``metrics.py`` / ``main.py``, M = kuleshov-group/mdlm @ c112c52 ``diffusion.py``):
 
 1. **Entropy first**, on the generator's own token ids (D ``Metrics.record_entropy``, metrics.py:155-161):

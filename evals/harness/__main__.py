@@ -6,7 +6,7 @@
     # the papers' real tasks that have local copies (offline cluster; the run's own tokenizer found
     # beside it); skips cleanly when the data folder is absent
     python -m evals.harness --run-dir ... --tasks conceptlm_zeroshot,conceptlm_ppl,dlcm_zeroshot --local-only \\
-        --local-data evals/tasks/local_data.yaml --local-root ../shared/data --skip-missing-root \\
+        --local-data evals/tasks/local_data.yaml --local-root DATA_DIR --skip-missing-root \\
         --out results/runs/base_gpt2_s/seed0/eval/local.json
 
 Bad input (unknown task or suite, missing or malformed local data, a checkpoint of another model

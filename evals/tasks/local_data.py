@@ -1,7 +1,7 @@
 """Local-file mode for real tasks: lm-eval's own task definitions, the data from local files.
 
 On an offline cluster a user lists, per task, a local copy of its data (``evals/tasks/local_data.yaml``
-is the one for ``../shared/data``)::
+is the one for the development machine's copies, docs/sources.md, "Local copies of real data")::
 
     root: /data/eval                       # relative paths below resolve against root (root: against the CWD)
     tasks:

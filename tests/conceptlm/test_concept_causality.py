@@ -1,4 +1,5 @@
-"""Causality of every concept-level variant at every chunk size, and the k - 1 shift of note 000 §2.4.
+"""Causality of every concept-level variant at every chunk size, and the k - 1 shift of §2.3 (docs/sources.md,
+"ConceptLM: what the paper leaves open", item 1).
 
 The shift is where concept models leak the future: the concept added at position t must come from
 chunks that are complete by t. The exhaustive test perturbs one token at a time and requires every
@@ -53,8 +54,8 @@ def test_no_position_sees_a_later_token(variant, k):
 
 
 def test_k4_timeline_of_note_000():
-    """Note 000 §2.4: positions 0-2 get zeros, 3-6 the prediction of chunk 1 (from chunk 0), 7-10 that
-    of chunk 2 (from chunks 0-1), 11 that of chunk 3."""
+    """docs/sources.md, "ConceptLM: what the paper leaves open", item 1: positions 0-2 get zeros, 3-6 the
+    prediction of chunk 1 (from chunk 0), 7-10 that of chunk 2 (from chunks 0-1), 11 that of chunk 3."""
     c_hat = torch.arange(1.0, 4.0).view(1, 3, 1)  # row j predicts chunk j + 1; value = chunk predicted
     got = shift_broadcast(c_hat, 4, 12).flatten().tolist()
     assert got == [0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3]

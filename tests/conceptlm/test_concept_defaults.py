@@ -1,7 +1,7 @@
 """Every arm is built as the authors' code builds it unless a documented switch says otherwise (issue 13).
 
-Each test pins the registry defaults of one backbone / family to its source: a CODE_NOTES.md item
-(``../shared/reported/conceptlm/CODE_NOTES.md``; G, P, L = the authors' GPT-2, Pythia, Llama files), a
+Each test pins the registry defaults of one backbone / family to its source: an item of docs/sources.md,
+"ConceptLM: the authors' code" (cited "item N"; G, P, L = the authors' GPT-2, Pythia, Llama files), a
 ``transformers`` modelling file, or Gloeckle et al. (2024). Changing a default must fail here; the
 docstrings of ``models.token_lm``, ``models.llama``, ``models.conceptlm``, ``models.contextlm`` and
 ``models.mtp`` record the same sources.
@@ -53,7 +53,7 @@ def test_pythia_and_llama_arms_are_untied(arch):
 # --- ConceptLM per backbone --------------------------------------------------------------------------
 
 def test_conceptlm_gpt2_code_transform_is_one_bias_free_linear_map():
-    """CODE_NOTES item 4: G builds ``SimVQ(dim=d/H)`` without ``codebook_transform``, i.e. the library
+    """Item 4: G builds ``SimVQ(dim=d/H)`` without ``codebook_transform``, i.e. the library
     default ``nn.Linear(dim, dim, bias=False)`` (G L194-200)."""
     assert cfg_of("conceptlm_gpt2").code_transform == "linear"
     q = model_of("conceptlm_gpt2").quantizer
@@ -62,7 +62,7 @@ def test_conceptlm_gpt2_code_transform_is_one_bias_free_linear_map():
 
 
 def test_conceptlm_gpt2_sums_the_vq_loss_over_segments():
-    """CODE_NOTES item 6: G sums the per-segment VQ losses (``total_commit_loss += ...``, G L358)."""
+    """Item 6: G sums the per-segment VQ losses (``total_commit_loss += ...``, G L358)."""
     assert cfg_of("conceptlm_gpt2").vq_segment_reduction == "sum"
     x = torch.randint(0, 50, (2, 33), generator=torch.Generator().manual_seed(1))
     vq = lambda **kw: model_of("conceptlm_gpt2", **kw)(x[:, :-1], x[:, 1:])["losses"]["vq"]
@@ -70,7 +70,7 @@ def test_conceptlm_gpt2_sums_the_vq_loss_over_segments():
 
 
 def test_conceptlm_gpt2_fuses_norm_add_at_l0_without_concept_norm_or_positions():
-    """CODE_NOTES item 11: G's decoder input is ``ln_f(h) + ln_f(c)`` (G L401-404); item 2: G's concept
+    """Item 11: G's decoder input is ``ln_f(h) + ln_f(c)`` (G L401-404); item 2: G's concept
     module is GPT2Blocks with a causal mask, no final LN and no positional signal; §4.1 / Table 14:
     GPT-2's main setting is L0."""
     cfg = cfg_of("conceptlm_gpt2")
@@ -83,7 +83,7 @@ def test_conceptlm_gpt2_fuses_norm_add_at_l0_without_concept_norm_or_positions()
 
 
 def test_conceptlm_pythia_follows_the_pythia_code():
-    """CODE_NOTES item 4: P's codebook transform is Linear(d_s, 2 d_s) -> ReLU -> Linear(2 d_s, d_s)
+    """Item 4: P's codebook transform is Linear(d_s, 2 d_s) -> ReLU -> Linear(2 d_s, d_s)
     (P L244-255); item 6: P averages the VQ loss over segments (P L493); item 11: P fuses by plain addition
     ('rawadd', P L546-547); item 2: a final LayerNorm after the concept layers (P L60, L135) and rotary
     concept positions j * k (P L118); §4.1: the module after the first layer."""
@@ -101,7 +101,7 @@ def test_conceptlm_pythia_follows_the_pythia_code():
 
 def test_conceptlm_llama_has_no_concept_norm_and_the_mlp_transform():
     """L applies its coefficient heads straight to the concept layers' output (L L756-773: no norm), with
-    the MLP transform (CODE_NOTES item 4, L L506-517) and the segment mean (item 6, L L745)."""
+    the MLP transform (item 4, L L506-517) and the segment mean (item 6, L L745)."""
     cfg = cfg_of("conceptlm_llama")
     assert (cfg.concept_norm, cfg.code_transform, cfg.vq_segment_reduction, cfg.insert_layer) == \
         (False, "mlp", "mean", 1)
@@ -110,14 +110,14 @@ def test_conceptlm_llama_has_no_concept_norm_and_the_mlp_transform():
 
 @pytest.mark.parametrize("arch", ["conceptlm_gpt2", "conceptlm_pythia", "conceptlm_llama"])
 def test_coefficient_heads_have_a_zero_initialised_bias(arch):
-    """CODE_NOTES item 7: ``ctx_lm_head`` is S ``nn.Linear(d, N)`` with the default bias in G (L42), P (L67)
+    """Item 7: ``ctx_lm_head`` is S ``nn.Linear(d, N)`` with the default bias in G (L42), P (L67)
     and L (L519/L556), Llama included; ``post_init`` zeroes it and draws the weight from N(0, 0.02)."""
     head = model_of(arch).concept_head
     assert head.bias is not None and head.bias.abs().max() == 0
 
 
 def test_contextlm_gpt2_takes_the_gpt2_insertion_and_fusion():
-    """ContextLM on GPT-2 shares ConceptLM-GPT-2's L0 and ``ln_f(h) + ln_f(c)`` (CODE_NOTES items 2, 11);
+    """ContextLM on GPT-2 shares ConceptLM-GPT-2's L0 and ``ln_f(h) + ln_f(c)`` (items 2, 11);
     no concept norm on any backbone (item 2)."""
     assert (cfg_of("contextlm_gpt2").insert_layer, cfg_of("contextlm_gpt2").fusion) == (0, "norm_add")
     assert (cfg_of("contextlm_pythia").insert_layer, cfg_of("contextlm_pythia").fusion) == (1, "add")

@@ -4,7 +4,8 @@ micro-batch hooks), decoupled muP, learning on a fixed batch, and config errors.
 
 The causality tests perturb one token at a time and require every earlier logit to stay identical
 while the perturbation moves boundaries after it; a mutated decoder that lets a token see its own
-segment's concept (the "j <= j(t)" reading, NCM_DLCM.md §4.6a) must fail the same check.
+segment's concept (the "j <= j(t)" reading, docs/sources.md, "DLCM: what the paper leaves open", item 5)
+must fail the same check.
 """
 from __future__ import annotations
 

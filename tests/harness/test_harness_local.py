@@ -1,6 +1,6 @@
 """Local-file mode: each supported format gives lm-eval exactly the prompt, choices and target of the
-HF-format row it encodes; bad files are one-line errors; the copies in ../shared/data load (skipped
-when that folder is absent)."""
+HF-format row it encodes; bad files are one-line errors; the development machine's copies
+(docs/sources.md, "Local copies of real data") load (skipped when that folder is absent)."""
 from __future__ import annotations
 
 import json
@@ -160,7 +160,7 @@ def test_config_paths_resolve_against_root(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data not present")
+@pytest.mark.skipif(not SHARED.is_dir(), reason='no local data copies (docs/sources.md, "Local copies of real data")')
 def test_shared_data_copies_load_and_evaluate(world_run, tmp_path):
     from evals.harness.run import evaluate
 

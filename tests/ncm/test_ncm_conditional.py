@@ -1,4 +1,4 @@
-"""Conditional NCM (seed 002 Sec. 3.4): a source prefix every scale block sees and that sees no block,
+"""Conditional NCM (NCM Sec. 3.4): a source prefix every scale block sees and that sees no block,
 the null condition for classifier-free guidance, and sampling that reads the prefix from a KV cache."""
 from __future__ import annotations
 

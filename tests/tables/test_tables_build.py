@@ -9,7 +9,7 @@ from tables.reported import REPORTED
 from tables.specs import SPECS
 from tables.validation import DataError
 
-FOUND_BY_HAND = {  # (paper, where) -> status, from shared/reported/*/INCONSISTENCIES.md
+FOUND_BY_HAND = {  # (paper, where) -> status: docs/sources.md, "Inconsistencies found by hand"
     ("conceptlm", "Table 1 · ConceptLM (Pythia 160M) · Avg PPL"): "material",
     ("conceptlm", "Table 1 · ConceptLM (Pythia 160M) · Δ Avg PPL vs Base"): "material",
     ("conceptlm", "Table 5 · +2 token layers · Avg PPL"): "material",
