@@ -17,8 +17,10 @@ PROFILE    ?= config/default.yaml
 # the gpu and slurm profiles size their own jobs); SNAKEFLAGS: more snakemake options
 EXECUTOR   ?= local
 SNAKEFLAGS ?=
+ifneq ($(filter reproduce,$(MAKECMDGOALS)),)
 ifeq ($(wildcard workflows/profiles/$(EXECUTOR)/config.yaml),)
 $(error EXECUTOR=$(EXECUTOR): no workflows/profiles/$(EXECUTOR)/; use local, gpu or slurm)
+endif
 endif
 BIN        := $(VENV)/bin
 STAMP      := $(VENV)/.installed
@@ -131,4 +133,4 @@ findings: $(STAMP)
 	$(BIN)/python -m reports findings --tables results/tables --readme docs/findings.md
 
 clean:
-	rm -rf results .snakemake
+	rm -rf results .snakemake .stamps

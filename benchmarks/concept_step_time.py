@@ -12,7 +12,7 @@ peak RSS of a fresh child process per arm. FLOPs per token come from the registr
 
     python -m benchmarks.concept_step_time [--d-model 256 --layers 8 --seq 1024 --chunk 4 --device auto]
 
-Writes ``results/benchmarks/concept_step_time.json``. Target (issue 4): ConceptLM / PM <= 0.92.
+Writes ``results/benchmarks/concept_step_time.json``. Target: ConceptLM / PM <= 0.92.
 """
 from __future__ import annotations
 

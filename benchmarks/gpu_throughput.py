@@ -10,7 +10,7 @@ Reported per arm: tokens/s, median step time and its inter-quartile range, peak 
 token (the registry's formulas, nanoGPT's convention: 6 N + 12 L T d per token) and MFU against the
 bf16 dense peak (989 TFLOP/s for H100 / H200 SXM; ``--peak-tflops`` for another GPU).
 
-Targets (issue 12): base / hf tokens/s >= 1.5; conceptlm / pm step time <= 0.92 (paper 0.89).
+Targets: base / hf tokens/s >= 1.5; conceptlm / pm step time <= 0.92 (paper 0.89).
 Reference (the issue's H200 measurement, same settings): HF compiled 351k tokens/s (~30 % MFU), eager
 195k; a 60-line plain-PyTorch GPT-2 469k.
 

@@ -13,7 +13,7 @@ difference of the log-likelihoods and the number of differing greedy flags are r
 
     python -m benchmarks.lmeval_throughput [--batch-size 16 --rounds 4 --threads 2 --n-items 300]
 
-Writes ``results/benchmarks/lmeval_throughput.json``. Target (issue 5): ours / hf >= 1.0x.
+Writes ``results/benchmarks/lmeval_throughput.json``. Target: ours / hf >= 1.0x.
 """
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ both models). Two shapes by default:
 
 Writes ``results/benchmarks/train_throughput.json``: per shape the arms' tokens/s, step times, peak
 RSS and ``ratio_ours_over_hf``; the 1-minute load average before and after (a loaded machine
-lowers both arms, the ratio less). Target (issue 13): ours / HF >= 1.5x at both shapes.
+lowers both arms, the ratio less). Target: ours / HF >= 1.5x at both shapes.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Paired (conditional) corpora: (source, target) examples for NCM's conditional tasks (NCM Table 2, Sec. 4.4).
 
-Every source ends as the corpus stage's artifact (``corpora.sources.write_corpus``): ``{split}.jsonl``
+Every source ends as the corpus stage's artifact (``corpora.corpus.write_corpus``): ``{split}.jsonl``
 rows ``{"source", "target", "text"}`` (``text`` = the target, so target-side text is at hand) and a
 manifest. Sources (``corpus.source``):
 

@@ -11,7 +11,7 @@ conventions.
 The model returns a dict: ``logits`` and ``losses`` (named scalar losses). The trainer sums the
 losses with configured weights, so every model family plugs into the same trainer.
 
-Generation (NCM issue 9, the autoregressive baseline): ``generate`` prefills the prompt once and then
+Generation (NCM's autoregressive baseline): ``generate`` prefills the prompt once and then
 decodes one token per call with a KV cache (``models.blocks.KVCache``, one per block), for every
 backbone (learned positions by offset, rotary at the cached offset, GQA caches ``n_kv_head`` heads).
 Batched prompts must have equal length (the adapter groups them so; no left padding, so no position

@@ -73,7 +73,7 @@ def _findings(tables: Path, readme: Path | None) -> int:
     except (OSError, ValueError, KeyError) as error:  # a half-written or foreign tables folder
         print(f"error: {tables}: {error}", file=sys.stderr)
         return 2
-    text = findings_markdown(findings, tables, compact=readme is not None)  # the README lists proxies by count
+    text = findings_markdown(findings, tables, compact=readme is not None)  # the findings page lists proxies by count
     print(text, end="")
     if readme is not None:
         if findings is None:

@@ -1,4 +1,4 @@
-"""One report per run: Markdown and a self-contained HTML page from the same blocks (issues 3 and 15).
+"""One report per run: Markdown and a self-contained HTML page from the same blocks.
 
 The report reads what ``python -m tables build`` wrote (``index.json``, each table's JSON, ``audit.json``)
 and the runs' logs. Its first screen answers "what did we reproduce?": per paper, every comparison with

@@ -1,7 +1,7 @@
 """A report as a list of blocks, rendered to Markdown and to one self-contained HTML page.
 
 Both renderers read the same blocks, so the two files always say the same
-thing; the HTML page embeds every figure as a base64 PNG (issue 3, "report").
+thing; the HTML page embeds every figure as a base64 PNG.
 """
 from __future__ import annotations
 

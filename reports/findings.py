@@ -1,4 +1,4 @@
-"""The findings in prose, generated from the built tables (issue 13).
+"""The findings in prose, generated from the built tables.
 
 Reads what ``python -m tables build`` wrote: ``index.json`` (table order, totals,
 the verdict rule) and each table's JSON (``order_columns``, ``order_pairs``).
@@ -181,7 +181,7 @@ def headline(tables: Path, table: str = "foundation") -> str:
 
 def findings_markdown(findings: Findings | None, tables: Path, compact: bool = False) -> str:
     """The findings as Markdown: the lead, one bullet per judged group, then the proxies apart (with
-    ``compact``, their count only: the README), then the embedded runs' test PPL and the NCM samplers'
+    ``compact``, their count only: docs/findings.md), then the embedded runs' test PPL and the NCM samplers'
     Gen. PPL (``HEADLINES``)."""
     if findings is None:
         return (f"The tables were not built ({tables / 'index.json'} is missing): run "

@@ -24,7 +24,7 @@ LEGIBLE = {"font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fo
 """Every figure readable at its displayed size (80 dpi PNGs shown at their width): text of 9 pt and more."""
 
 
-PALETTE = 128  # colours of a figure's PNG: line plots need few, and the report stays small (issue 15: < 1 MB)
+PALETTE = 128  # colours of a figure's PNG: line plots need few, and the report stays small (< 1 MB)
 
 
 def png(figure) -> bytes:

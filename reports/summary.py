@@ -1,4 +1,4 @@
-"""The first screen of the report (issue 15): per paper, what this profile reproduces, contradicts or
+"""The first screen of the report: per paper, what this profile reproduces, contradicts or
 cannot resolve, one line per comparison, each linking to the table that holds its evidence.
 
 A comparison is a column of a paper table within one row group (a model size); its pairs of rows are

@@ -1,6 +1,6 @@
 """Every paper table as data: reported numbers, declarative specs, arithmetic audit, reproduced results.
 
-Issue 3 of the reproduction suite.  ``tables/reported/`` holds the papers'
+``tables/reported/`` holds the papers'
 printed numbers, ``tables/specs/`` describes each table, and ``python -m tables
 build`` recomputes every printed aggregate and arithmetic claim, merges the
 reproduced results and renders Markdown, CSV, LaTeX and an audit page.  This

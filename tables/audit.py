@@ -12,7 +12,7 @@ from collections import Counter
 from .build import Build
 from .checks import Finding, HandFinding, cell_label
 from .numbers import format_float
-from .render import markdown_grid
+from .grid import markdown_grid
 
 FLAGGED = ("material", "rounding")
 PREAMBLE = (

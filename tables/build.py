@@ -1,4 +1,4 @@
-"""Assemble every table: reported | recomputed | reproduced | delta | verdict (issue 3, "builder").
+"""Assemble every table: reported | recomputed | reproduced | delta | verdict.
 
 The builder loads specs and reported data, runs every check and claim against
 the printed numbers, merges reproduced results (mean +- std over seeds, n)

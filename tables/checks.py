@@ -1,4 +1,4 @@
-"""Recompute the papers' arithmetic and grade every difference (issue 3, "recompute" and "claims").
+"""Recompute the papers' arithmetic and grade every difference.
 
 A *check* pairs a printed number with the formula that should produce it: a
 column or row rule from a spec (``Avg = mean(...)``), a one-cell rule, or a

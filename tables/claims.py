@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from scipy import stats
 
 from .checks import Check, cell_label
+from .grid import markdown_grid
 from .expressions import Expression, Ref
 from .mechanisms import Mechanism, unexercised
 from .numbers import Printed, format_float
@@ -489,8 +490,6 @@ def claim_rows(records: list[dict]) -> list[list[str]]:
 
 def claims_markdown(paper: str, records: list[dict]) -> str:
     """``<paper>/claims.md``: every claim about runs with our verdict, the judged ones as a grid."""
-    from .render import markdown_grid
-
     rows = claim_rows(records) + [[r["text"], r["where"], "—", "—", r["shown"], r["not_run"]]
                                   for r in records if r["verdict"] == NOT_RUN]
     return "\n".join([f"# {paper}: claims judged on our runs", "", RULE_TEXT, "",

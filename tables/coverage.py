@@ -1,4 +1,4 @@
-"""Which profile runs what (issue 15): the tables say of every row, column or table that this profile does
+"""Which profile runs what: the tables say of every row, column or table that this profile does
 not reproduce which other profile does, instead of one "not reproduced" line per cell.
 
 ``profiles.json`` (written by ``python -m workflows.coverage``) maps each profile file to its experiments

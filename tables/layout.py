@@ -1,4 +1,4 @@
-"""A paper table as the report shows it (issue 15): the paper's layout with the printed and the reproduced
+"""A paper table as the report shows it: the paper's layout with the printed and the reproduced
 value side by side in one cell, only the rows and columns this profile reproduces, the rest collapsed
 into lines that say which profile fills them.
 

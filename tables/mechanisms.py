@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
 
+from .grid import markdown_grid
 from .results import Metric, Reproduced, result_files
 from .validation import DataError
 
@@ -198,8 +199,6 @@ def mechanisms_json(mechanisms: dict[str, Mechanism]) -> dict:
 
 
 def mechanisms_markdown(mechanisms: dict[str, Mechanism]) -> str:
-    from .render import markdown_grid
-
     lines = ["# Mechanism checks: was each concept mechanism exercised?", "", RULE, "", tally(mechanisms), ""]
     if mechanisms:
         lines += [markdown_grid(HEADER, mechanism_rows(mechanisms_json(mechanisms)["experiments"])), ""]

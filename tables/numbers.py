@@ -2,7 +2,7 @@
 
 A printed number carries its own precision: ``34.23`` is known to within half a
 unit in the second decimal, ``72e22`` to within half of 10^22.  Every tolerance in
-the audit is derived from that printed precision (issue 3, "recompute").
+the audit is derived from that printed precision.
 """
 from __future__ import annotations
 

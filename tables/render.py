@@ -1,4 +1,4 @@
-"""Render a built table as Markdown, CSV, LaTeX and JSON (issue 3, "render").
+"""Render a built table as Markdown, CSV, LaTeX and JSON.
 
 Two views of each table: the *printed* view in the paper's own layout (what a
 reader compares with the PDF) and the *cells* view, one line per cell with
@@ -11,6 +11,7 @@ import io
 
 from .build import CellView, TableView
 from .checks import STATUSES
+from .grid import markdown_grid
 from .numbers import format_at, format_float
 from .ordering import RULE, ColumnOrder, PairVerdict
 
@@ -223,13 +224,6 @@ def order_columns(view: TableView) -> list[dict]:
              "groups": [{"group": group or "", "summary": order.summary(group), "counts": order.counts(group)}
                         for group in order.groups]}
             for order in _judged_orders(view)]
-
-
-def markdown_grid(header: list[str], rows: list[list[str]]) -> str:
-    escape = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-    lines = ["| " + " | ".join(escape(cell) for cell in header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(escape(cell) for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def table_markdown(view: TableView) -> str:

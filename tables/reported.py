@@ -1,4 +1,4 @@
-"""The papers' numbers as data: ``tables/reported/<paper>/`` (issue 3, deliverable 1).
+"""The papers' numbers as data: ``tables/reported/<paper>/``.
 
 Each folder holds ``paper.yaml`` (title, arXiv version, source keys) and one CSV
 per paper table in long format, one printed cell per line; adding a cell read

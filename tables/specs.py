@@ -1,4 +1,4 @@
-"""Declarative table specs: ``tables/specs/<paper>/<table>.yaml`` (issue 3, deliverable 2).
+"""Declarative table specs: ``tables/specs/<paper>/<table>.yaml``.
 
 A spec lists a paper table's rows and columns, the formula by which the paper
 computes each aggregate, and the (experiment, eval, metric key) that reproduces

@@ -1,6 +1,6 @@
 """Schema validation with errors that name the file, the line and the field.
 
-Bad input stops the build (issue 3, "Bad input"): every loader raises
+Bad input stops the build: every loader raises
 :class:`DataError` pointing at the offending place instead of guessing.
 """
 from __future__ import annotations

@@ -25,8 +25,11 @@ def imports() -> dict[str, set[str]]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 found |= {a.name for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                found |= {f"{node.module}.{a.name}" for a in node.names} | {node.module}
+            elif isinstance(node, ast.ImportFrom):
+                package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                base = ".".join(package[:len(package) - node.level + 1] if node.level else [])
+                module = ".".join(part for part in (base, node.module or "") if part)
+                found |= {f"{module}.{a.name}" for a in node.names} | {module}
         graph[name] = {m for m in found if m in modules and m != name}
     return graph
 

@@ -1,4 +1,4 @@
-"""Every arm is built as the authors' code builds it unless a documented switch says otherwise (issue 13).
+"""Every arm is built as the authors' code builds it unless a documented switch says otherwise.
 
 Each test pins the registry defaults of one backbone / family to its source: an item of docs/sources.md,
 "ConceptLM: the authors' code" (cited "item N"; G, P, L = the authors' GPT-2, Pythia, Llama files), a

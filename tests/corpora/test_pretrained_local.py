@@ -1,4 +1,4 @@
-"""Pretrained tokenizers from local files (issue 16): GPT-2's encoder.json + vocab.bpe, a tokenizer.json
+"""Pretrained tokenizers from local files: GPT-2's encoder.json + vocab.bpe, a tokenizer.json
 folder; one-line errors for an incomplete, truncated or EOT-less folder; the hash follows the files."""
 import json
 from pathlib import Path
