@@ -307,8 +307,7 @@ def stop_progress():
 
 # An evaluation whose settings reach it as params (lm-eval flags, the conditional and Gen. PPL settings) writes
 # them first, as the oldest of its outputs, into a settings file of its own, which the stamp below compares:
-# a changed setting re-runs the evaluation without Snakemake's metadata too. One folder per evaluation (a
-# folder Snakemake has listed would hide a stamp written after; workflows/stamps.py).
+# a changed setting re-runs the evaluation without Snakemake's metadata too.
 def eval_settings(name):
     """The settings file of the evaluation whose output wildcard is ``name`` (suite, cond, gen)."""
     return f"{RUN}/eval/.settings/{{{name}}}/settings.json"
