@@ -113,12 +113,14 @@ def test_against_refuses_a_missing_or_damaged_reference_before_tracing(tmp_path,
         host_trace.main(["--against", str(damaged)])
 
 
-def test_the_code_hash_changes_with_a_model_source_and_only_with_the_traced_code(tmp_path):
+def test_the_code_hash_changes_with_the_traced_code_only_not_its_comments(tmp_path):
     for folder in ("models", "trainer", "common", "tables"):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "a.py").write_text("x = 1\n")
     before = host_trace.code_hash(tmp_path)
     (tmp_path / "tables" / "a.py").write_text("x = 2\n")        # not run by a trace
+    assert host_trace.code_hash(tmp_path) == before
+    (tmp_path / "models" / "a.py").write_text('"""A docstring."""\nx = 1  # a comment\n')   # words, not code
     assert host_trace.code_hash(tmp_path) == before
     (tmp_path / "models" / "a.py").write_text("x = 2\n")
     assert host_trace.code_hash(tmp_path) != before
