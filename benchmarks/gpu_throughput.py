@@ -11,7 +11,7 @@ token (the registry's formulas, nanoGPT's convention: 6 N + 12 L T d per token) 
 bf16 dense peak (989 TFLOP/s for H100 / H200 SXM; ``--peak-tflops`` for another GPU).
 
 Targets: base / hf tokens/s >= 1.5; conceptlm / pm step time <= 0.92 (paper 0.89).
-Reference (the issue's H200 measurement, same settings): HF compiled 351k tokens/s (~30 % MFU), eager
+Reference (an H200 measurement at the same settings): HF compiled 351k tokens/s (~30 % MFU), eager
 195k; a 60-line plain-PyTorch GPT-2 469k.
 
     python -m benchmarks.gpu_throughput [--steps 20 --warmup 5 --no-compile]

@@ -116,18 +116,37 @@ def trace_model(name: str, seed: int = 0) -> list[dict]:
 
 def code_hash(root: Path = Path(__file__).resolve().parents[1]) -> str:
     """sha256 over the code a trace runs (``SOURCES`` under ``root``): each module's path and its syntax tree
-    without docstrings, so comments and docstrings do not count. Two traces of equal hashes ran the same
-    code, so a difference between them is the hosts'."""
+    without docstrings, written out field by field (``_canonical``: the same text on every Python the suite
+    supports), so comments and docstrings do not count; a file that does not parse counts by its bytes. Two
+    traces of equal hashes ran the same code, so a difference between them is the hosts'."""
     h = hashlib.sha256()
     for path in sorted(f for d in SOURCES for f in (root / d).rglob("*.py")):
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
-            body = getattr(node, "body", None)
-            if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
-                    and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
-                node.body = body[1:] or [ast.Pass()]
-        h.update(str(path.relative_to(root)).encode() + b"\0" + ast.dump(tree).encode())
+        raw = path.read_bytes()
+        try:
+            tree = ast.parse(raw)
+        except SyntaxError:
+            text = raw
+        else:
+            for node in ast.walk(tree):
+                body = getattr(node, "body", None)
+                if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
+                        and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+                    node.body = body[1:] or [ast.Pass()]
+            text = _canonical(tree).encode()
+        h.update(str(path.relative_to(root)).encode() + b"\0" + text)
     return h.hexdigest()[:16]
+
+
+def _canonical(value) -> str:
+    """A syntax tree as text, leaving out empty and absent fields (which ``ast.dump`` writes differently from
+    one Python to the next) and positions."""
+    if isinstance(value, ast.AST):
+        fields = ((f, getattr(value, f, None)) for f in value._fields)
+        return type(value).__name__ + "(" + ",".join(f"{f}={_canonical(v)}" for f, v in fields
+                                                     if v is not None and v != []) + ")"
+    if isinstance(value, list):
+        return "[" + ",".join(_canonical(v) for v in value) + "]"
+    return repr(value)
 
 
 def compare(a: dict, b: dict) -> dict:

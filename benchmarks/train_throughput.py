@@ -10,7 +10,7 @@ heap would otherwise spare the next shape's arms the page faults of their large 
 tensors. Peak RSS is measured per arm in a further fresh child process (the shape's process holds
 both models). Two shapes by default:
 
-* ``d128``: d 128, 4 layers, 4 heads, seq 256, vocab 4096, batch 16 (the issue-2 shape);
+* ``d128``: d 128, 4 layers, 4 heads, seq 256, vocab 4096, batch 16 (the first throughput target's shape);
 * ``s``: the embedded profile's ``s`` size (``config/default.yaml``: d 64, 4 layers, 4 heads of 16,
   seq 256, vocab 2048, micro-batch 8), where per-operation overhead weighs most.
 

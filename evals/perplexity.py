@@ -25,7 +25,8 @@ import torch.nn.functional as F
 from common.io import atomic_write_json, sha256_file
 from evals.result import result_record
 from models.registry import build_model
-from trainer.checkpoint import CheckpointError, load_model_weights
+from common.errors import CheckpointError
+from models.weights import load_model_weights
 from trainer.data import check_data, open_split, read_manifest, sequential_windows
 
 

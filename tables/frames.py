@@ -7,10 +7,12 @@
 
 The frames are read from what the DAG's ``tables`` job wrote (``results/tables/<paper>/<table>.json`` and
 ``claims.json``): the same numbers the Markdown, CSV and LaTeX pages print, typed. ``cells`` has one row per
-cell: ``paper, table, row, column`` and their labels, ``reported`` (the paper's printed value),
+cell: ``paper, table, row, column`` and their labels, ``reported`` (the paper's printed value as a number;
+``reported_text`` as printed, with its ``~``, ``<`` or ``>``),
 ``recomputed`` (our arithmetic on the paper's other cells), ``reproduced_mean``, ``reproduced_std``, ``n``
 (seeds), ``delta``, ``verdict`` and ``analogue`` (why a cell stands in for the paper's quantity; empty when
-it is the same quantity). Numbers are floats (NaN where the page shows nothing); everything else strings.
+it is the same quantity). Numbers are floats (NaN where the page shows nothing); the rest as the JSON holds
+them (strings; a claim's seed counts ``n`` as a list).
 """
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ from pathlib import Path
 from common.errors import ReproError
 
 KINDS = ("cells", "pairs", "claims")
-NUMERIC = {"cells": ("reported", "recomputed", "reproduced_mean", "reproduced_std", "delta", "n"),
+QUALIFIERS = "~<>≈≤≥ "   # what a printed value may carry before its number ("~1.4", ">0.98")
+NUMERIC = {"cells": ("reported", "recomputed", "reproduced_mean", "reproduced_std", "delta", "n", "decimals"),
            "pairs": ("d_value", "ci_low", "ci_high", "p", "p_adjusted", "mde", "df", "correlation", "n_a", "n_b"),
            "claims": ("d", "ci_low", "ci_high", "p_adjusted", "mde", "paper_effect")}
 
@@ -31,8 +34,8 @@ def tables_dir(results: str | Path) -> Path:
     root = Path(results)
     folder = root / "tables" if (root / "tables" / "index.json").is_file() else root
     if not (folder / "index.json").is_file():
-        raise ReproError(f"{root}: no built tables (no tables/index.json); run make reproduce, or snakemake "
-                         f"{root}/tables/index.json, first")
+        raise ReproError(f"{root}: no built tables (no {root / 'tables' / 'index.json'}); build them first: "
+                         "make reproduce, or snakemake <results>/tables/index.json")
     return folder
 
 
@@ -67,7 +70,10 @@ def load(results: str | Path = "results", kind: str = "cells"):
     import pandas as pd
 
     frame = pd.DataFrame.from_records(records(results, kind))
+    if kind == "cells" and "reported" in frame:
+        frame["reported_text"] = frame["reported"]
+        frame["reported"] = frame["reported"].astype(str).str.lstrip(QUALIFIERS)
     for column in NUMERIC[kind]:
         if column in frame:
-            frame[column] = pd.to_numeric(frame[column].replace("", None), errors="coerce")
+            frame[column] = pd.to_numeric(frame[column], errors="coerce")
     return frame

@@ -2,6 +2,7 @@
 an executor that does not exist refused in one line before anything runs."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,7 +14,12 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="no make on
 
 
 def dry(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["make", "-n", "--no-print-directory", "-C", str(ROOT), "reproduce", *args], capture_output=True, text=True, timeout=60)
+    """``make -n reproduce ARGS`` as a user types it: none of the variables an outer make (make test CORES=4)
+    or the shell passes down."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "CORES", "PROFILE", "EXECUTOR", "SNAKEFLAGS")}
+    return subprocess.run(["make", "-n", "--no-print-directory", "-C", str(ROOT), "reproduce", *args],
+                          capture_output=True, text=True, timeout=60, env=env)
 
 
 def snakemake_line(run: subprocess.CompletedProcess) -> str:

@@ -31,3 +31,25 @@ def test_no_steps_yet_is_an_unknown_eta_and_a_dag_it_cannot_read_is_none(tmp_pat
     progress = Progress({str(tmp_path / "a"): 10})
     assert progress.line().endswith("training ETA unknown")
     assert planned_runs(object(), lambda e, s: (e, s)) is None
+
+
+def test_a_resumed_run_counts_its_checkpoints_steps_as_done_but_not_towards_the_rate(tmp_path):
+    run = tmp_path / "r"
+    (run / "ckpt" / "step-000050").mkdir(parents=True)
+    (run / "ckpt" / "step-000050" / "COMPLETE").write_text("")
+    (run / "ckpt" / "step-000060").mkdir()                     # debris of a killed write: no marker
+    progress = Progress({str(run): 100}, started=time.time() - 60)
+    write_rows(run / "train" / "metrics.jsonl", [10, 50, 60])    # the log rewritten on resume, then one row on
+    assert "| steps 60/100 (60.0 %) | training ETA 0:04:00 at 10 steps/min" in progress.line(now=progress.started + 60)
+    write_rows(run / "train" / "metrics.jsonl", [10])            # its checkpoint set aside: trains afresh
+    assert "| steps 10/100 (10.0 %) |" in progress.line(now=progress.started + 60)
+
+
+def test_a_bad_interval_is_one_line():
+    import pytest
+
+    from common.errors import ReproError
+    from workflows.progress import start
+
+    with pytest.raises(ReproError, match="REPRO_PROGRESS_INTERVAL=soon: give seconds"):
+        start(object(), lambda e, s: (e, s), environ={"REPRO_PROGRESS_INTERVAL": "soon"})

@@ -62,11 +62,14 @@ def dry_run(workdir: Path, profile: dict, *targets: str) -> tuple[set[str], str]
 def workdir(tmp_path_factory) -> Path:
     workdir = tmp_path_factory.mktemp("dag")
     (workdir / "micro.yaml").write_text(yaml.safe_dump(micro_profile()))
+    earlier = os.environ.get("REPRO_PROGRESS_INTERVAL")
     os.environ["REPRO_PROGRESS_INTERVAL"] = "1"   # the progress line every second (default: every minute)
     try:
         run = snakemake(workdir, "--cores", "2")
     finally:
         os.environ.pop("REPRO_PROGRESS_INTERVAL")
+        if earlier is not None:
+            os.environ["REPRO_PROGRESS_INTERVAL"] = earlier
     assert run.returncode == 0, run.stderr[-3000:]
     (workdir / "console.txt").write_text(run.stderr)
     return workdir

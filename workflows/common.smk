@@ -163,10 +163,12 @@ def judge_flags():
     return " ".join(f"--judge {f'{JUDGES}/{j}' if j in EXPERIMENTS else j}" for j in GENPPL["judges"])
 
 
+GENPPL_SETTINGS = json.dumps({k: v for k, v in GENPPL.items() if k != "judges"}, sort_keys=True)  # the CLI's --settings
+
+
 def genppl_record(wildcards):
     """What a Gen. PPL evaluation is made with beside its run: the judges and the sampling settings."""
-    return json.dumps({"judges": judge_flags(), "settings": {k: v for k, v in GENPPL.items() if k != "judges"}},
-                      sort_keys=True)
+    return json.dumps({"judges": judge_flags(), "settings": json.loads(GENPPL_SETTINGS)}, sort_keys=True)
 
 
 def harness_record(wildcards):

@@ -236,7 +236,7 @@ rule evaluate_genppl:
         python=PYTHON,
         run_dir=folder_of_input("weights", up=2),
         judges=judge_flags(),
-        settings=json.dumps({k: v for k, v in GENPPL.items() if k != "judges"}, sort_keys=True),
+        settings=GENPPL_SETTINGS,
         tokens=folder_of_input("tokens"),
     log:
         f"{RUN}/logs/eval_{{gen}}.log",

@@ -5,11 +5,13 @@ says little about time. From the jobs start (``onstart``) until they end (``onsu
 daemon thread prints, every ``REPRO_PROGRESS_INTERVAL`` seconds (default 60) and on stderr, one line
 over the training jobs this invocation runs:
 
-    progress 00:12:31 | runs 4/12 trained | steps 2,430/7,200 (33.8 %) | training ETA 0:24:30 at 194 steps/min
+    progress 0:12:31 | runs 4/12 trained | steps 2,430/7,200 (33.8 %) | training ETA 0:24:30 at 194 steps/min
 
 A run's steps are the last row of its ``train/metrics.jsonl`` written since the start (the file of an
-earlier run does not count), and all of them once its ``final/manifest.json`` is written; the rate is the
-steps done since the start over the time since the start. The evaluations are not in the estimate.
+earlier run does not count), and all of them once its ``final/manifest.json`` is written. A run that resumes
+from a checkpoint had that checkpoint's steps done before the start: they count as done but not towards the
+rate, which is the steps done since the start over the time since the start (a run whose checkpoint is set
+aside and trains afresh counts from 0). The evaluations are not in the estimate.
 """
 from __future__ import annotations
 
@@ -21,18 +23,27 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from common.errors import ReproError
+
 
 @dataclass
 class Progress:
     runs: dict[str, int]                    # run folder -> its training steps
     started: float = field(default_factory=time.time)
+    before: dict[str, int] = field(default_factory=dict)   # run folder -> the step its checkpoint resumes at
+
+    def __post_init__(self):
+        self.before = {run: self.before.get(run, _checkpoint_step(Path(run))) for run in self.runs}
 
     def steps(self, run: str) -> int:
-        """Steps done by the run in folder ``run`` since the start."""
+        """Steps the run in folder ``run`` has done (those of the checkpoint it resumed from included)."""
         folder = Path(run)
         if _since(folder / "final" / "manifest.json", self.started):
             return self.runs[run]
-        return min(_last_step(folder / "train" / "metrics.jsonl", self.started), self.runs[run])
+        last = _last_step(folder / "train" / "metrics.jsonl", self.started)
+        if last and last < self.before[run]:    # its checkpoint was set aside: it trains afresh
+            self.before[run] = 0
+        return min(max(last, self.before[run]), self.runs[run])
 
     def line(self, now: float | None = None) -> str:
         now = time.time() if now is None else now
@@ -40,11 +51,18 @@ class Progress:
         steps, total = sum(done.values()), sum(self.runs.values())
         trained = sum(done[run] >= self.runs[run] for run in self.runs)
         elapsed = max(now - self.started, 1e-9)
-        rate = steps / elapsed
+        rate = (steps - sum(self.before.values())) / elapsed
         eta = _clock((total - steps) / rate) if rate > 0 else "unknown"
         return (f"progress {_clock(elapsed)} | runs {trained}/{len(self.runs)} trained | steps {steps:,}/{total:,} "
                 f"({100 * steps / max(total, 1):.1f} %) | training ETA {eta}"
                 + (f" at {60 * rate:,.0f} steps/min" if rate > 0 else ""))
+
+
+def _checkpoint_step(folder: Path) -> int:
+    """The step of the newest complete checkpoint in ``folder/ckpt`` (``trainer.checkpoint``'s layout), 0 if none."""
+    steps = [int(p.name.split("-")[1]) for p in folder.glob("ckpt/step-*") if (p / "COMPLETE").is_file()
+             and p.name.split("-")[1].isdigit()]
+    return max(steps, default=0)
 
 
 def _since(path: Path, started: float) -> bool:
@@ -113,7 +131,11 @@ def planned_runs(dag, run_dir) -> dict[str, int] | None:
 
 def start(dag, run_dir, environ=os.environ) -> Reporter | None:
     """A running reporter over the DAG's training jobs, or None when there are none (or the interval is 0)."""
-    interval = float(environ.get("REPRO_PROGRESS_INTERVAL", "60"))
+    text = environ.get("REPRO_PROGRESS_INTERVAL", "60")
+    try:
+        interval = float(text)
+    except ValueError:
+        raise ReproError(f"REPRO_PROGRESS_INTERVAL={text}: give seconds between progress lines (0 turns them off)") from None
     runs = planned_runs(dag, run_dir)
     if not runs or interval <= 0:
         return None

@@ -18,7 +18,8 @@ def test_cells_carry_the_papers_and_our_numbers_typed(built):  # noqa: F811
     assert ppl.loc["base_s", "reported"] == 30.0 and ppl.loc["base_s", "n"] == 3
     assert ppl.loc["pm_s", "reproduced_mean"] == pytest.approx(22.0)
     assert ppl.loc["base_m", "n"] == 1 and math.isnan(ppl.loc["base_m", "reproduced_std"])   # one seed: no spread
-    assert set(ppl.index) == set(CASE) and cells["reported"].dtype.kind == "f"
+    assert set(ppl.index) == set(CASE) and cells["reported"].dtype.kind == "f" and cells["decimals"].dtype.kind == "f"
+    assert ppl.loc["base_s", "reported_text"] == "30.0"
     assert tables.load(built / "tables").equals(cells)      # the results folder or its tables folder
 
 
@@ -42,7 +43,7 @@ def test_claims_are_one_row_per_part_and_bad_calls_are_one_line(built, tmp_path)
     claims = tables.load(tmp_path / "results", "claims")
     assert list(claims["id"]) == ["two", "two", "none"] and list(claims["d"].iloc[:2]) == [2.5, 3.0]
     assert claims["part"].isna().tolist() == [False, False, True]   # a claim with no part: one row, no part
-    with pytest.raises(ReproError, match="no built tables .*run make reproduce"):
+    with pytest.raises(ReproError, match="no built tables .*build them first: make reproduce"):
         tables.load(tmp_path)
     with pytest.raises(ReproError, match="kind 'cell': use one of cells, pairs, claims"):
         tables.load(built, "cell")
