@@ -168,7 +168,7 @@ GENPPL_SETTINGS = json.dumps({k: v for k, v in GENPPL.items() if k != "judges"},
 
 def genppl_record(wildcards):
     """What a Gen. PPL evaluation is made with beside its run: the judges and the sampling settings."""
-    return json.dumps({"judges": judge_flags(), "settings": json.loads(GENPPL_SETTINGS)}, sort_keys=True)
+    return json.dumps({"judges": judge_flags(), "settings": GENPPL_SETTINGS})
 
 
 def harness_record(wildcards):
@@ -315,7 +315,7 @@ def eval_settings(name):
     return f"{RUN}/eval/.settings/{{{name}}}/settings.json"
 
 
-WRITE_SETTINGS = f"printf '%s\\n' {{params.record:q}} | {PYTHON} -m common.io {{output.settings}} && "
+WRITE_SETTINGS = f"{PYTHON} -m common.io {{output.settings}} < {{input.want}} && "  # the stamp's text, as is
 
 
 def settings_stamp(pattern, settings):

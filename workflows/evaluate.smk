@@ -135,7 +135,6 @@ rule evaluate_harness:
     wildcard_constraints:
         suite=constraint("evaluate_harness"),
     params:
-        record=harness_record,
         python=PYTHON,
         run_dir=folder_of_input("weights", up=2),
         tasks=lambda wildcards: BY_NAME[wildcards.suite].suite,
@@ -194,7 +193,6 @@ rule evaluate_conditional:
     wildcard_constraints:
         cond=constraint("evaluate_conditional"),
     params:
-        record=conditional_json,
         python=PYTHON,
         run_dir=folder_of_input("weights", up=2),
         settings=conditional_json,
@@ -232,7 +230,6 @@ rule evaluate_genppl:
     wildcard_constraints:
         gen=constraint("evaluate_genppl"),
     params:
-        record=genppl_record,
         python=PYTHON,
         run_dir=folder_of_input("weights", up=2),
         judges=judge_flags(),

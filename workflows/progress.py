@@ -59,10 +59,11 @@ class Progress:
 
 
 def _checkpoint_step(folder: Path) -> int:
-    """The step of the newest complete checkpoint in ``folder/ckpt`` (``trainer.checkpoint``'s layout), 0 if none."""
-    steps = [int(p.name.split("-")[1]) for p in folder.glob("ckpt/step-*") if (p / "COMPLETE").is_file()
-             and p.name.split("-")[1].isdigit()]
-    return max(steps, default=0)
+    """The step of the newest complete checkpoint in ``folder/ckpt``, the one the run resumes from; 0 if none."""
+    from trainer.checkpoint import valid_checkpoints   # once per run at the start (it imports torch)
+
+    complete = valid_checkpoints(folder / "ckpt")
+    return int(complete[-1].name.split("-")[1]) if complete else 0
 
 
 def _since(path: Path, started: float) -> bool:

@@ -30,8 +30,6 @@ def want(settings: str | Path, text: str) -> Path:
     settings file when that file already holds ``text`` and newer otherwise."""
     settings = Path(settings)
     stamp = ROOT / (settings.relative_to(settings.anchor) if settings.is_absolute() else settings) / "want"
-    if stamp.parent.is_file():   # a stamp of the earlier layout, a file where this one's folder goes
-        stamp.parent.unlink()
     if not stamp.is_file() or stamp.read_text() != text:
         stamp.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(stamp, text)
