@@ -115,11 +115,12 @@ RUN_DIR ?= results/runs/base_gpt2_s/seed0
 DEFAULT_LOCAL_DATA := evals/tasks/local_data.yaml
 LOCAL_DATA ?= $(DEFAULT_LOCAL_DATA)
 verify-local: $(STAMP)
-	$(BIN)/python -m evals.harness --run-dir $(RUN_DIR) --tasks conceptlm_zeroshot,conceptlm_ppl,dlcm_zeroshot \
+	$(BIN)/python -m workflows.cli lm-eval --run-dir $(RUN_DIR) --tasks conceptlm_zeroshot,conceptlm_ppl,dlcm_zeroshot \
 	  --local-only --local-data $(LOCAL_DATA) $(if $(filter $(DEFAULT_LOCAL_DATA),$(LOCAL_DATA)),--skip-missing-root) \
 	  $(if $(LIMIT),--limit $(LIMIT)) --out $(RUN_DIR)/eval/local.json
 
 lint: $(STAMP)
+	$(BIN)/ruff check .
 	$(BIN)/python -m workflows.experiments $(PROFILE)
 	@# every lint but one: the rules declare no conda environment or container (they run this venv)
 	$(BIN)/snakemake --lint --configfile $(PROFILE) 2>&1 | $(BIN)/python -c 'import re, sys; out = sys.stdin.read(); \

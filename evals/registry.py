@@ -26,6 +26,14 @@ class Evaluation:
     likelihood: bool = False      # scores next-token likelihoods: causal token LMs only
     world_tasks: bool = False     # lm-eval on the tasks generated from the synthetic world
     listed: bool = True           # an experiment lists it; False: written otherwise (a scaling law's fit)
+    command: str = "evals.commands"  # "module:function" run by `python -m workflows.cli eval-<name>` (the
+    #                               module's arguments(parser, evaluation) gives its options); module alone: :<name>
+
+    @property
+    def runner(self) -> tuple[str, str]:
+        """The module and function of its command line (``python -m workflows.cli eval-<name>``)."""
+        module, _, function = self.command.partition(":")
+        return module, function or self.name
 
     @property
     def real_tasks(self) -> bool:
@@ -43,28 +51,31 @@ class Evaluation:
         return None if m is None else {k: v for k, v in m.groupdict().items() if v is not None}
 
 
+HARNESS = "evals.harness.command:run"  # lm-eval on the suite of the evaluation's name
 EVALUATIONS = (
     Evaluation("ppl", "evaluate_tokens", "ppl", "perplexity, oracle, unigram", likelihood=True),
     Evaluation("embedded", "evaluate_harness", "embedded", "lm-eval on the synthetic world's tasks", suite="embedded",
-               likelihood=True, world_tasks=True),
+               likelihood=True, world_tasks=True, command=HARNESS),
     Evaluation("zeroshot", "evaluate_harness", "zeroshot", "lm-eval suite conceptlm_zeroshot: real tasks",
-               suite="conceptlm_zeroshot", likelihood=True),
+               suite="conceptlm_zeroshot", likelihood=True, command=HARNESS),
     Evaluation("lm_ppl", "evaluate_harness", "lm_ppl", "lm-eval suite conceptlm_ppl: real tasks", suite="conceptlm_ppl",
-               likelihood=True),
+               likelihood=True, command=HARNESS),
     Evaluation("fewshot_8b", "evaluate_harness", "fewshot_8b", "lm-eval suite conceptlm_8b: ConceptLM Table 3's "
-               "four few-shot tasks", suite="conceptlm_8b", likelihood=True),
+               "four few-shot tasks", suite="conceptlm_8b", likelihood=True, command=HARNESS),
     Evaluation("dlcm_zeroshot", "evaluate_harness", "dlcm_zeroshot", "lm-eval suite dlcm_zeroshot: DLCM Table 2's "
-               "twelve real tasks", suite="dlcm_zeroshot", likelihood=True),
+               "twelve real tasks", suite="dlcm_zeroshot", likelihood=True, command=HARNESS),
     Evaluation("codebook", "evaluate_tokens", "codebook", "product-VQ usage of ConceptLM runs"),
     Evaluation("recon", "evaluate_tokens", "recon", "NCM tokenizer reconstruction from the first k scales", data="any"),
     Evaluation("mechanisms", "evaluate_tokens", "mechanisms", "mechanism checks of concept models: NLL when the "
                "concepts are zeroed, averaged, swapped between windows or hidden (evals/mechanisms.py)"),
     Evaluation("boundaries", "evaluate_boundaries", "boundaries", "DLCM's realised compression and boundary F1"),
     Evaluation("genppl", "evaluate_genppl", "genppl, genppl_s<N>, genppl_k<j>, genppl_data", "Gen. PPL of samples",
-               variants=r"(?:_s(?P<steps>[1-9][0-9]*)|_k(?P<scales>[0-9]+)|_(?P<data>data))?"),
+               variants=r"(?:_s(?P<steps>[1-9][0-9]*)|_k(?P<scales>[0-9]+)|_(?P<data>data))?",
+               command="evals.genppl.command:evaluate"),
     Evaluation("cond", "evaluate_conditional", "cond, cond_k<j>, cond_mbr<n>, cond_cfg<w>",
                "targets generated from sources: BLEU, ROUGE, Sudoku boards", data="pairs",
-               variants=r"(?:_k(?P<scales>[0-9]+))?(?:_mbr(?P<mbr>[1-9][0-9]*))?(?:_cfg(?P<guidance>[0-9]+(?:\.[0-9]+)?))?"),
+               variants=r"(?:_k(?P<scales>[0-9]+))?(?:_mbr(?P<mbr>[1-9][0-9]*))?(?:_cfg(?P<guidance>[0-9]+(?:\.[0-9]+)?))?",
+               command="evals.conditional.command:run"),
     Evaluation("law", "fit_law", "law", "a scaling law's fit (results/runs/<law>/seed0)", listed=False),
     Evaluation("kernel", "kernel_bench", "kernel", "a kernel benchmark's latencies, DLCM Table 6 "
                "(results/runs/<id>/seed0; evals/kernel_latency.py)", listed=False),

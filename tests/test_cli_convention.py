@@ -13,17 +13,18 @@ from common.errors import USER_ERROR, ReproError, entry_point
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# python -m <module> <argv>: bad input each refuses before loading a model or data ({m}: a missing path)
+# python -m <module> [<subcommand>] <argv>: bad input each refuses before loading a model or data ({m}: a missing path)
 BAD_INPUT = {
-    "workflows.cli": ["corpus", "--settings", "{m}", "--out", "{t}/corpus"],
+    "workflows.cli corpus": ["--settings", "{m}", "--out", "{t}/corpus"],
+    "workflows.cli eval-embedded": ["--run-dir", "{t}", "--tokenizer", "{m}", "--tasks", ",", "--out", "{t}/e.json"],
+    "workflows.cli lm-eval": ["--run-dir", "{t}", "--tokenizer", "{m}", "--tasks", ",", "--out", "{t}/e.json"],
+    "workflows.cli eval-genppl": ["--run-dir", "{t}", "--tokenizer", "{m}", "--judge", "gpt2", "--settings", "{{",
+                                  "--out", "{t}/g.json"],
+    "workflows.cli eval-cond": ["--run-dir", "{t}", "--tokenizer", "{m}", "--tokens", "{t}", "--settings", "{{",
+                                "--out", "{t}/c.json"],
+    "workflows.cli world-tasks": ["--settings", "{m}", "--out", "{t}/tasks"],
+    "workflows.cli levels": ["--settings", "{m}", "--tokenizer", "{m}", "--out", "{t}/levels.json"],
     "workflows.experiments": ["{m}"],
-    "evals.harness": ["--run-dir", "{t}", "--tokenizer", "{m}", "--tasks", ",", "--out", "{t}/e.json"],
-    "evals.genppl": ["evaluate", "--run-dir", "{t}", "--tokenizer", "{m}", "--judge", "gpt2", "--settings", "{{",
-                     "--out", "{t}/g.json"],
-    "evals.conditional": ["--run-dir", "{t}", "--tokenizer", "{m}", "--tokens", "{t}", "--settings", "{{",
-                          "--out", "{t}/c.json"],
-    "evals.tasks.embedded": ["--settings", "{m}", "--out", "{t}/tasks"],
-    "corpora.synthetic.levels": ["--settings", "{m}", "--tokenizer", "{m}", "--out", "{t}/levels.json"],
     "tables": ["build", "--specs", "{m}", "--out", "{t}/tables"],
     "reports": ["findings", "--tables", "{m}", "--readme", "{t}/README.md"],
     "benchmarks.gpu_throughput": ["--device", "cuda", "--out", "{t}/b.json"],  # with CUDA hidden below
@@ -56,7 +57,8 @@ def test_bad_input_is_status_2_and_one_line(module, tmp_path, monkeypatch, capsy
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     argv = [a.format(m=tmp_path / "missing", t=tmp_path) for a in BAD_INPUT[module]]
-    assert _run(module, argv, monkeypatch) == USER_ERROR
+    module, *subcommand = module.split()
+    assert _run(module, subcommand + argv, monkeypatch) == USER_ERROR
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "\n" not in err, err
 
@@ -98,4 +100,27 @@ def test_every_command_line_exits_through_entry_point():
         wrapped = "@entry_point\ndef main(" in text or "entry_point(main)" in _main_block(path)
         assert wrapped or module in ("reports", *NOT_YET), f"{path}: decorate main with common.errors.entry_point"
         assert not (wrapped and module in NOT_YET), f"{module} is wrapped now: drop it from NOT_YET"
-    assert set(found) == set(BAD_INPUT) | NO_CHEAP_BAD_INPUT | NOT_YET
+    assert set(found) == {key.split()[0] for key in BAD_INPUT} | NO_CHEAP_BAD_INPUT | NOT_YET
+
+
+def test_every_evaluation_is_one_subcommand_and_the_rules_call_one_command_line():
+    """Each evaluation of the registry is ``eval-<name>`` of ``python -m workflows.cli``, the rule writing it calls
+    that subcommand, and the rules start no other module but the tables, report and file-writing stages."""
+    import re
+
+    from evals.registry import EVALUATIONS
+    from workflows.cli import COMMANDS, main
+
+    assert {f"eval-{e.name}" for e in EVALUATIONS} == {name for name in COMMANDS if name.startswith("eval-")}
+    rules = "".join(path.read_text() for path in sorted((ROOT / "workflows").glob("*.smk")))
+    assert set(re.findall(r"-m ([\w.]+)", rules)) == {"workflows.cli", "common.io", "workflows.coverage", "tables",
+                                                      "reports"}
+    for e in EVALUATIONS:
+        body = rules[rules.index(f"rule {e.rule}:"):]
+        body = body[:body.index("\nrule ", 1) if "\nrule " in body[1:] else len(body)]
+        called = set(re.findall(r"\{params\.cli\} eval-([\w{}.]+)", body))
+        assert called and (f"{e.name}" in called or any("{wildcards" in c for c in called)), (e.name, called)
+    for name in COMMANDS:  # every subcommand builds its options (their modules import) and answers --help
+        with pytest.raises(SystemExit) as exit_:
+            main([name, "--help"])
+        assert exit_.value.code == 0

@@ -2,7 +2,6 @@
 Every bad value is one line naming the key and the fix, before any job runs."""
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import pytest

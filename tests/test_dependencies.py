@@ -40,7 +40,7 @@ DISTRIBUTION = {
     "yaml": "pyyaml",
 }
 # declared, used, never imported
-NOT_IMPORTED = {"pytest-xdist": "the Makefile's `pytest -n $(CORES)`"}
+NOT_IMPORTED = {"pytest-xdist": "the Makefile's `pytest -n $(CORES)`", "ruff": "`make lint` and tests/test_lint.py run its command line"}
 # never scanned: environments, outputs, caches
 SKIP_DIRS = {"results", "build", "__pycache__", "node_modules"}
 REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[([^\]]*)\])?\s*>=\s*([0-9][^,;\s]*)$")

@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from evals.perplexity import evaluate_perplexity, stream_nll, unigram_nll
 from trainer.checkpoint import CheckpointError

@@ -82,7 +82,8 @@ def test_the_dag_writes_each_evaluation_with_its_registered_rule(tmp_path):
         for name in re.findall(r"/eval/([^/\s,]+)\.json(?=,|\s|$)", line if line.startswith("    output:") else ""):
             planned.setdefault(find(name).name, set()).add(rule)
     assert planned == {e.name: {e.rule} for e in EVALUATIONS if e.rule is not None}
-    harness = [line for line in run.stdout.splitlines() if "-m evals.harness" in line]
+    harness = [line for line in run.stdout.splitlines() if re.search(r"-m workflows\.cli eval-\S+ .*--batch-size", line)]
+    assert harness
     assert {"real_tasks_s" in line for line in harness if "--batch-size 7 " in line} == {True}
     assert all("--batch-size 16 " in line for line in harness if "real_tasks_s" not in line)
 

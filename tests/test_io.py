@@ -28,7 +28,6 @@ def test_disk_full_keeps_previous_file(tmp_path, monkeypatch):
 
 
 def test_disk_full_during_checkpoint_keeps_earlier_ones(tiny_data, run_cfg, tmp_path, monkeypatch):
-    import safetensors.torch
 
     from trainer import checkpoint
     from trainer.train import Trainer

@@ -123,7 +123,7 @@ def test_evaluate_cli_fills_defaults_and_refuses_what_the_model_cannot_do(workdi
 
     def evaluate(exp, *args, name="ok"):
         out = tmp_path / f"{exp}_{name}.json"
-        run = subprocess.run([sys.executable, "-m", "evals.genppl", "evaluate", "--run-dir", str(runs(workdir, exp)),
+        run = subprocess.run([sys.executable, "-m", "workflows.cli", "eval-genppl", "--run-dir", str(runs(workdir, exp)),
                               "--tokenizer", str(workdir / "results/micro/data/world/tokenizer.json"),
                               "--tokens", str(workdir / "results/micro/data/world/tokens"), "--out", str(out), *args],
                              capture_output=True, text=True, timeout=300, env={**__import__("os").environ,

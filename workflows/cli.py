@@ -1,18 +1,31 @@
-"""Thin command-line entry points that the Snakemake rules call; each reads a settings JSON and
-paths, calls one library function, and exits with a one-line error on bad input (status 2,
-``common.errors.entry_point``).
+"""The suite's one command line: every job of the DAG is a subcommand of ``python -m workflows.cli``, each
+reading a settings JSON and paths, calling one library function, and exiting with a one-line error on
+bad input (status 2, ``common.errors.entry_point``). ``--help`` after a subcommand lists its options.
+
+Data and training:
 
     python -m workflows.cli corpus    --settings S --out DIR
     python -m workflows.cli tokenizer --settings S --corpus DIR --out FILE
     python -m workflows.cli tokenize  --settings S --corpus DIR --tokenizer FILE --out DIR [--threads N]
+    python -m workflows.cli world-tasks --settings S --out DIR          (the world's lm-eval tasks)
+    python -m workflows.cli levels    --settings S --tokenizer FILE --out FILE   (the world's entropy by level)
     python -m workflows.cli pretrain  --config C --tokens DIR --tokenizer FILE --run-dir DIR [--upstream DIR] [--threads N] [--nproc N]
-    python -m workflows.cli eval-recon --run-dir DIR --tokens DIR --out FILE [--threads N]
-    python -m workflows.cli eval-ppl  --run-dir DIR --tokens DIR --out FILE [--threads N]
-    python -m workflows.cli eval-codebook --run-dir DIR --tokens DIR --out FILE [--threads N]
-    python -m workflows.cli eval-mechanisms --run-dir DIR --tokens DIR --out FILE [--threads N]
-    python -m workflows.cli eval-boundaries --run-dir DIR --tokens DIR --tokenizer FILE --out FILE [--threads N]
-    python -m workflows.cli fit-law --settings FILE --out FILE
-    python -m workflows.cli kernel-bench --settings FILE --out FILE [--threads N]
+    python -m workflows.cli export-judge --run-dir DIR --tokenizer FILE --out DIR   (a run as a Gen. PPL judge)
+
+Evaluations: one subcommand ``eval-<name>`` per evaluation of ``evals/registry.py``, named as an
+experiment lists it (a family's variant goes in ``--eval``: ``eval-genppl --eval genppl_s8``):
+
+    python -m workflows.cli eval-ppl  --run-dir DIR --tokens DIR --out FILE [--threads N]   (also codebook,
+                                      mechanisms, recon; eval-boundaries adds --tokenizer FILE)
+    python -m workflows.cli eval-embedded --run-dir DIR --out FILE [...]   (an lm-eval suite: also zeroshot,
+                                      lm_ppl, fewshot_8b, dlcm_zeroshot)
+    python -m workflows.cli eval-genppl --run-dir DIR --tokenizer FILE --judge J --settings JSON --eval NAME --out FILE
+    python -m workflows.cli eval-cond --run-dir DIR --tokenizer FILE --tokens DIR --settings JSON --eval NAME --out FILE
+    python -m workflows.cli eval-law  --settings FILE --out FILE
+    python -m workflows.cli eval-kernel --settings FILE --out FILE [--threads N]
+
+Tools outside the DAG: ``lm-eval`` (any suites or lm-eval tasks, local copies of real tasks), ``score-samples``
+(Gen. PPL of a samples file).
 """
 from __future__ import annotations
 
@@ -26,6 +39,7 @@ from pathlib import Path
 import torch
 
 from common.errors import ReproError, entry_point
+from evals.registry import EVALUATIONS
 from workflows.experiments import ConfigError
 
 
@@ -118,106 +132,55 @@ def _launch(a, run_cfg: dict) -> None:
         raise ReproError(first or f"torchrun exited with status {code}: see the ranks' output above")
 
 
-def _evaluate(a, evaluate) -> dict:
-    """Run ``evaluate(final_dir, tokens_dir, out)`` (an evaluation of a run's token data) on ``a``."""
-    if a.threads:
-        torch.set_num_threads(a.threads)
-    return evaluate(Path(a.run_dir) / "final", Path(a.tokens), Path(a.out))
+def _delegate(module: str, run: str = "run", arguments: str = "arguments", **bound):
+    """A command whose options and run live with its library (``module.arguments(parser, **bound)``,
+    ``module.run(a)``), imported only when the command runs or its options are built."""
+    import importlib
+
+    def add(parser):
+        getattr(importlib.import_module(module), arguments)(parser, **bound)
+
+    def call(a):
+        return getattr(importlib.import_module(module), run)(a)
+
+    return call, add
 
 
-def eval_ppl(a):
-    from evals.perplexity import evaluate_perplexity
-
-    r = _evaluate(a, evaluate_perplexity)
-    m = r["metrics"]
-    print(f"{r['experiment']} seed {r['seed']}: test PPL {m['test/ppl']:.3f} | oracle {m['test/oracle_ppl']} "
-          f"| unigram {m['test/unigram_ppl']:.1f}")
-
-
-def eval_codebook(a):
-    from evals.codebook import evaluate_codebook
-
-    r = _evaluate(a, evaluate_codebook)
-    m, d = r["metrics"], r["details"]
-    print(f"{r['experiment']} seed {r['seed']}: codebook utilisation {m['test/utilisation_pct']:.1f}% "
-          f"| usage PPL mean {m['test/usage_ppl_mean']:.1f} (min {m['test/usage_ppl_min']:.1f}) "
-          f"of N={d['codebook_size']} | collapse {'yes' if m['test/collapse'] else 'no'}")
-
-
-def eval_mechanisms(a):
-    from evals.mechanisms import evaluate_mechanisms
-
-    r = _evaluate(a, evaluate_mechanisms)
-    m = r["metrics"]
-    cells = ", ".join(f"{c['name']} {m[c['key']]:+.4f}" if m.get(c["key"]) is not None else f"{c['name']} n/a"
-                      for c in r["details"]["checks"])
-    print(f"{r['experiment']} seed {r['seed']}: intact NLL {m['mech/intact_nll']:.4f} nats/token | {cells}")
-
-
-def eval_recon(a):
-    from evals.recon import evaluate_recon
-
-    r = _evaluate(a, evaluate_recon)
-    m = r["metrics"]
-    print(f"{r['experiment']} seed {r['seed']}: exact token reconstruction from all {m['model/K']} scales "
-          f"{100 * m['test/token_acc']:.1f}%, from the first: {100 * m['test/token_acc_k1']:.1f}%")
-
-
-def eval_boundaries(a):
-    from evals.boundaries import evaluate_boundaries
-
-    r = _evaluate(a, lambda final, tokens, out: evaluate_boundaries(final, tokens, out, Path(a.tokenizer)))
-    m = r["metrics"]
-    f1 = m.get("test/f1_tol0")
-    print(f"{r['experiment']} seed {r['seed']}: {m['test/tokens_per_concept']:.2f} tokens per concept "
-          f"(target {m['model/target_ratio']:g})" + (f" | F1 against the world's concepts {f1:.3f} exact, "
-          f"{m['test/f1_tol1']:.3f} within 1 token" if f1 is not None else ""))
-
-
-def fit_law(a):
-    from evals.scaling_fit import evaluate_law
-
-    settings = _json(a.settings)
-    runs = settings.pop("runs")
-    r = evaluate_law(settings.pop("id"), settings, runs, Path(a.out))
-    m = r["metrics"]
-    held = f", held-out R^2 {m['law/r2_heldout']:.3f}" if m["law/r2_heldout"] is not None else ""
-    unsure = r["details"]["ill_determined"]
-    print(f"{r['experiment']}: {int(m['law/points'])} points of {int(m['law/runs'])} runs, R^2 {m['law/r2_fit']:.3f}"
-          f"{held}" + (f" | ill-determined: {', '.join(unsure)}" if unsure else " | every constant determined"))
-
-
-def kernel_bench(a):
-    from evals.kernel_latency import evaluate_kernel
-
-    settings = _json(a.settings)
-    r = evaluate_kernel(settings.pop("id"), settings, Path(a.out), threads=a.threads or 1)
-    cells = ", ".join(f"{key} {value:.1f}" for key, value in r["metrics"].items() if value is not None)
-    print(f"{r['experiment']} ({r['details']['device']}, {r['details']['dtype']}, {r['details']['pass']}): {cells} ms")
-
-
+# data and training; the required options of a list are --<name>, and every such command takes --threads
 COMMANDS = {
     "corpus": (corpus, ["settings", "out"]),
     "tokenizer": (tokenizer, ["settings", "corpus", "out"]),
     "tokenize": (tokenize, ["settings", "corpus", "tokenizer", "out"]),
+    "world-tasks": _delegate("evals.tasks.embedded"),
+    "levels": _delegate("corpora.synthetic.levels"),
     "pretrain": (pretrain, ["config", "tokens", "tokenizer", "run-dir"]),
-    "eval-ppl": (eval_ppl, ["run-dir", "tokens", "out"]),
-    "eval-codebook": (eval_codebook, ["run-dir", "tokens", "out"]),
-    "eval-mechanisms": (eval_mechanisms, ["run-dir", "tokens", "out"]),
-    "eval-recon": (eval_recon, ["run-dir", "tokens", "out"]),
-    "eval-boundaries": (eval_boundaries, ["run-dir", "tokens", "tokenizer", "out"]),
-    "fit-law": (fit_law, ["settings", "out"]),
-    "kernel-bench": (kernel_bench, ["settings", "out"]),
+    "export-judge": _delegate("evals.genppl.command", "export", "export_arguments"),
 }
+# every evaluation of evals/registry.py, by its name: the command the registry gives it
+COMMANDS.update({f"eval-{e.name}": _delegate(e.runner[0], e.runner[1], evaluation=e) for e in EVALUATIONS})
+# tools a researcher runs by hand: lm-eval on any suites or tasks, Gen. PPL of a samples file
+COMMANDS.update({
+    "lm-eval": _delegate("evals.harness.command"),
+    "score-samples": _delegate("evals.genppl.command", "score", "score_arguments"),
+})
 OPTIONAL = {"pretrain": ["upstream"]}  # --upstream: the final/ folder of the run this one builds on
 
 
 @entry_point
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workflows.cli", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+def main(argv=None) -> int | None:
+    parser = argparse.ArgumentParser(prog="python -m workflows.cli", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 1)[1])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+    argv = sys.argv[1:] if argv is None else argv
+    chosen = next((word for word in argv if not word.startswith("-")), None)
     for name, (_, args) in COMMANDS.items():
-        p = sub.add_parser(name)
+        p = sub.add_parser(name, help=name)
+        if name != chosen:  # only the chosen command's options are built (a library's, imported then)
+            continue
+        if callable(args):
+            args(p)
+            continue
         for arg in args:
             p.add_argument(f"--{arg}", required=True)
         for arg in OPTIONAL.get(name, []):
@@ -227,7 +190,7 @@ def main(argv=None) -> None:
             p.add_argument("--nproc", type=int, default=1)
     a = parser.parse_args(argv)
     try:
-        COMMANDS[a.command][0](a)
+        return COMMANDS[a.command][0](a)
     except ReproError as e:
         if os.environ.get(ERROR_FILE):  # a rank under _launch: tell the launching process
             with open(os.environ[ERROR_FILE], "a") as f:

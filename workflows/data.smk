@@ -89,14 +89,14 @@ rule embedded_tasks:
             "manifest.json",
         ),
     params:
-        python=PYTHON,
+        cli=CLI,
         out=folder_of_output,
     log:
         f"{DS}/logs/embedded_tasks.log",
     benchmark:
         f"{DS}/logs/embedded_tasks.bench.tsv",
     shell:
-        logged("{params.python} -m evals.tasks.embedded --settings {input.settings} --out {params.out}")
+        logged("{params.cli} world-tasks --settings {input.settings} --out {params.out}")
 
 
 # The synthetic world's entropy split into its plan units and their surface, and how far back the plan
@@ -111,11 +111,11 @@ rule world_levels:
     output:
         f"{DATA}/levels.json",
     params:
-        python=PYTHON,
+        cli=CLI,
     log:
         f"{DATA}/logs/levels.log",
     benchmark:
         f"{DATA}/logs/levels.bench.tsv",
     shell:
-        logged("{params.python} -m corpora.synthetic.levels --settings {input.settings} --tokenizer {input.tokenizer}"
+        logged("{params.cli} levels --settings {input.settings} --tokenizer {input.tokenizer}"
                " --out {output}")

@@ -96,7 +96,7 @@ rule fit_law:
     benchmark:
         f"{RUNS}/{{law}}/seed0/logs/fit_law.bench.tsv",
     shell:
-        logged("{params.cli} fit-law --settings {input.settings} --out {output}")
+        logged("{params.cli} eval-law --settings {input.settings} --out {output}")
 
 
 # A kernel latency benchmark (kernel_benchmarks: in the profile; evals/kernel_latency.py, DLCM Table 6),
@@ -117,7 +117,7 @@ rule kernel_bench:
     benchmark:
         f"{RUNS}/{{kernel}}/seed0/logs/kernel_bench.bench.tsv",
     shell:
-        logged("{params.cli} kernel-bench --settings {input.settings} --out {output} --threads {threads}")
+        logged("{params.cli} eval-kernel --settings {input.settings} --out {output} --threads {threads}")
 
 
 rule evaluate_harness:
@@ -135,9 +135,8 @@ rule evaluate_harness:
     wildcard_constraints:
         suite=constraint("evaluate_harness"),
     params:
-        python=PYTHON,
+        cli=CLI,
         run_dir=folder_of_input("weights", up=2),
-        tasks=lambda wildcards: BY_NAME[wildcards.suite].suite,
         flags=harness_flags,
         task_dir=lambda wildcards, input: f"--task-dir {os.path.dirname(input.tasks[0])}" if input.tasks else "",
     log:
@@ -149,7 +148,7 @@ rule evaluate_harness:
         gpu=1,
     shell:
         WRITE_SETTINGS + logged(
-            "{params.python} -m evals.harness --run-dir {params.run_dir} --tokenizer {input.tokenizer} --tasks {params.tasks}"
+            "{params.cli} eval-{wildcards.suite} --run-dir {params.run_dir} --tokenizer {input.tokenizer}"
             " {params.task_dir} {params.flags} --out {output.result} --samples {output.samples} --threads {threads}"
         )
 
@@ -167,14 +166,14 @@ rule export_judge:
     wildcard_constraints:
         judge="|".join(j for j in GENPPL["judges"] if j in EXPERIMENTS) or "^$",
     params:
-        python=PYTHON,
+        cli=CLI,
         run_dir=folder_of_input("weights"),
     log:
         f"{OUT}/logs/export_judge_{{judge}}.log",
     benchmark:
         f"{OUT}/logs/export_judge_{{judge}}.bench.tsv",
     shell:
-        logged("{params.python} -m evals.genppl export-judge --run-dir {params.run_dir} --tokenizer {input.tokenizer} --out {output}")
+        logged("{params.cli} export-judge --run-dir {params.run_dir} --tokenizer {input.tokenizer} --out {output}")
 
 
 # Conditional generation on a paired dataset's test split (evals/conditional): BLEU / ROUGE / Sudoku board
@@ -193,7 +192,7 @@ rule evaluate_conditional:
     wildcard_constraints:
         cond=constraint("evaluate_conditional"),
     params:
-        python=PYTHON,
+        cli=CLI,
         run_dir=folder_of_input("weights", up=2),
         settings=conditional_json,
         tokens=folder_of_input("tokens"),
@@ -206,7 +205,7 @@ rule evaluate_conditional:
         gpu=1,
     shell:
         WRITE_SETTINGS + logged(
-            "{params.python} -m evals.conditional --run-dir {params.run_dir} --tokenizer {input.tokenizer}"
+            "{params.cli} eval-cond --run-dir {params.run_dir} --tokenizer {input.tokenizer}"
             " --tokens {params.tokens} --eval {wildcards.cond} --settings {params.settings:q} --out {output.result}"
             " --threads {threads}"
         )
@@ -230,7 +229,7 @@ rule evaluate_genppl:
     wildcard_constraints:
         gen=constraint("evaluate_genppl"),
     params:
-        python=PYTHON,
+        cli=CLI,
         run_dir=folder_of_input("weights", up=2),
         judges=judge_flags(),
         settings=GENPPL_SETTINGS,
@@ -244,7 +243,7 @@ rule evaluate_genppl:
         gpu=1,
     shell:
         WRITE_SETTINGS + logged(
-            "{params.python} -m evals.genppl evaluate --run-dir {params.run_dir} --tokenizer {input.tokenizer}"
+            "{params.cli} eval-genppl --run-dir {params.run_dir} --tokenizer {input.tokenizer}"
             " {params.judges} --settings {params.settings:q} --eval {wildcards.gen} --tokens {params.tokens}"
             " --out {output.result} --threads {threads}"
         )

@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import itertools
 import math
-import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 
-from common.errors import ReproError, entry_point
+from common.errors import ReproError
 from corpora.synthetic.chooser import Scorer
 from corpora.synthetic.config import WorldConfig
 from corpora.synthetic.doctypes import ENTRY_RELATIONS, OPENINGS, RECIPE_VERBS, STEP_OPENERS, STORY_VERBS, write_document
@@ -245,21 +244,9 @@ def measure(cfg: WorldConfig, seed: int, encode, n_docs: int = 500, n_fit: int =
     }
 
 
-@entry_point
-def main(argv=None) -> None:
-    """``python -m corpora.synthetic.levels --tokenizer tokenizer.json --out levels.json [--settings
+def arguments(ap) -> None:
+    """``python -m workflows.cli levels --tokenizer tokenizer.json --out levels.json [--settings
     settings.json | --world JSON --seed N]``: the data stage's settings give the world and its seed."""
-    import argparse
-    import json
-
-    from tokenizers import Tokenizer
-
-    import platform
-
-    from common.io import atomic_write_json, sha256_file
-    from common.provenance import git_state, host_fingerprint
-
-    ap = argparse.ArgumentParser(description=main.__doc__)
     ap.add_argument("--settings", help="the data stage's settings.json (its corpus.synthetic and corpus.seed)")
     ap.add_argument("--world", default="{}", help="WorldConfig fields as JSON ({} = the embedded defaults)")
     ap.add_argument("--seed", type=int, default=0)
@@ -267,7 +254,18 @@ def main(argv=None) -> None:
     ap.add_argument("--docs", type=int, default=500)
     ap.add_argument("--fit", type=int, default=4000)
     ap.add_argument("--out", required=True)
-    args = ap.parse_args(argv)
+
+
+def run(args) -> None:
+    """The world's entropy by level, measured and written to ``args.out`` with its provenance."""
+    import json
+    import platform
+
+    from tokenizers import Tokenizer
+
+    from common.io import atomic_write_json, sha256_file
+    from common.provenance import git_state, host_fingerprint
+
     try:
         world, seed = json.loads(args.world), args.seed
         if args.settings:
@@ -288,7 +286,3 @@ def main(argv=None) -> None:
                             "host_fingerprint": host_fingerprint()}
     atomic_write_json(Path(args.out), result)
     print(json.dumps(result["nats_per_token"]), json.dumps(result["units"]))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,11 +2,11 @@
 unigram entropy, their ground-truth quality under the synthetic world's grammar (``world``), and the
 export of a trained GPT-2 run as an offline ``transformers`` judge (``export``).
 
-Command line (``python -m evals.genppl --help``)::
+Command line (``python -m workflows.cli`` subcommands, ``command``)::
 
-    python -m evals.genppl export-judge --run-dir results/runs/judge_gpt2/seed0 \\
+    python -m workflows.cli export-judge --run-dir results/runs/judge_gpt2/seed0 \\
         --tokenizer results/data/world/tokenizer.json --out results/judges/world_gpt2
-    python -m evals.genppl score --samples S.jsonl --judge results/judges/world_gpt2 [--judge gpt2-large] \\
+    python -m workflows.cli score-samples --samples S.jsonl --judge results/judges/world_gpt2 [--judge gpt2-large] \\
         --model-tokenizer results/data/world/tokenizer.json --run-dir results/runs/ncm_s/seed0 \\
         [--world-settings settings.json] --out results/runs/ncm_s/seed0/eval/genppl.json
 

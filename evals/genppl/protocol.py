@@ -298,7 +298,7 @@ def load_judge(name_or_path: str | Path, device: str | torch.device = "cpu", dty
     if path.exists():
         if path.is_dir() and _is_run_folder(path):
             raise GenPPLError(f"--judge {name}: a training run of this suite, not a transformers model folder; export it "
-                              f"first with `python -m evals.genppl export-judge --run-dir {path} --tokenizer TOKENIZER "
+                              f"first with `python -m workflows.cli export-judge --run-dir {path} --tokenizer TOKENIZER "
                               "--out DIR` and pass DIR")
         if not (path.is_dir() and (path / "config.json").is_file()):
             raise GenPPLError(f"--judge {name}: not a transformers model folder (no config.json); pass a folder with "

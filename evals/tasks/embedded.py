@@ -25,7 +25,7 @@ Items are at most two per document; contexts longer than ``max_context_chars`` a
 an embedded model (256 tokens) sees the whole passage. Selection uses numpy streams seeded by
 ``(seed, 7, task)``; the same world and seed give byte-identical files.
 
-    python -m evals.tasks.embedded --settings results/data/world/settings.json --out results/data/world/tasks
+    python -m workflows.cli world-tasks --settings results/data/world/settings.json --out results/data/world/tasks
 
 writes ``{task}.jsonl``, ``{task}.yaml`` (absolute ``data_files``) and ``manifest.json`` (versions,
 counts, sha256) into ``--out``; point the harness at it with ``--task-dir``.
@@ -35,14 +35,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import yaml
 
-from common.errors import entry_point
 from common.io import atomic_write_json, atomic_write_text, sha256_file
 from evals.harness.errors import HarnessError
 
@@ -280,9 +278,8 @@ def build_embedded_tasks(world: dict, seed: int, out_dir: str | Path, *, split: 
     return manifest
 
 
-@entry_point
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m evals.tasks.embedded", description=__doc__.split("\n\n")[0])
+def arguments(p: argparse.ArgumentParser) -> None:
+    """``python -m workflows.cli world-tasks``'s options."""
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--settings", help="data settings JSON with corpus.source=synthetic, corpus.seed, corpus.synthetic")
     src.add_argument("--world", help="WorldConfig fields as JSON (with --seed)")
@@ -290,7 +287,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--n-items", type=int, default=300)
     p.add_argument("--n-ppl-docs", type=int, default=200)
-    a = p.parse_args(argv)
+
+
+def run(a: argparse.Namespace) -> int:
     if a.settings:
         try:
             corpus = json.loads(Path(a.settings).read_text())["corpus"]
@@ -308,7 +307,3 @@ def main(argv: list[str] | None = None) -> int:
     m = build_embedded_tasks(world, seed, a.out, n_items=a.n_items, n_ppl_docs=a.n_ppl_docs)
     print("embedded tasks: " + ", ".join(f"{t} {v['n_items']}" for t, v in m["tasks"].items()))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

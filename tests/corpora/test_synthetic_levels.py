@@ -129,7 +129,7 @@ def test_the_cli_reads_the_data_stages_settings(tmp_path):
     them: the same figures as the same world and seed given directly; the JSON is written whole."""
     from tokenizers import Tokenizer, models, pre_tokenizers
 
-    from corpora.synthetic.levels import main
+    from workflows.cli import main
 
     tok = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -137,9 +137,9 @@ def test_the_cli_reads_the_data_stages_settings(tmp_path):
     (tmp_path / "settings.json").write_text(json.dumps({"corpus": {"id": "w", "seed": 3, "source": "synthetic",
                                                                    "synthetic": {"max_sentences": 3}}}))
     common = ["--tokenizer", str(tmp_path / "tokenizer.json"), "--docs", "4", "--fit", "4"]
-    main(["--settings", str(tmp_path / "settings.json"), *common, "--out", str(tmp_path / "a.json")])
-    main(["--world", '{"max_sentences": 3}', "--seed", "3", *common, "--out", str(tmp_path / "b.json")])
-    main([*common, "--out", str(tmp_path / "c.json")])
+    main(["levels", "--settings", str(tmp_path / "settings.json"), *common, "--out", str(tmp_path / "a.json")])
+    main(["levels", "--world", '{"max_sentences": 3}', "--seed", "3", *common, "--out", str(tmp_path / "b.json")])
+    main(["levels", *common, "--out", str(tmp_path / "c.json")])
     a, b, c = (json.loads((tmp_path / f"{n}.json").read_text()) for n in "abc")
     assert a == b and a["seed"] == 3 and a != c
     made = a["provenance"]  # what made the figures: the world, its seed, the tokenizer file, code and host

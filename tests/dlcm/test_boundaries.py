@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from evals.boundaries import BoundaryEvalError, Truth, boundary_scores, evaluate_boundaries, match, true_boundaries
+from evals.boundaries import BoundaryEvalError, boundary_scores, evaluate_boundaries, match, true_boundaries
 from tests.conftest import TINY_RUN
 from trainer.data import open_split
 from trainer.train import Trainer

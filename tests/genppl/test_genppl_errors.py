@@ -119,10 +119,10 @@ def test_empty_and_malformed_samples_are_refused(model_tok, tmp_path):
 
 
 def test_cli_errors_are_one_line_and_exit_2(word_judge, judge_run, tmp_path, capsys):
-    from evals.genppl.__main__ import main
+    from workflows.cli import main
 
     write_samples(tmp_path / "s.jsonl", [{"ids": [2, 3, 4]}])
-    base = ["score", "--samples", str(tmp_path / "s.jsonl"), "--judge", str(word_judge["dir"]),
+    base = ["score-samples", "--samples", str(tmp_path / "s.jsonl"), "--judge", str(word_judge["dir"]),
             "--run-dir", str(judge_run["run_dir"]), "--out", str(tmp_path / "genppl.json")]
     # the word tokenizer is not the one the run was trained with
     assert main(base + ["--model-tokenizer", str(word_judge["tokenizer"])]) == 2

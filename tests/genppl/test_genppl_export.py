@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def exported(judge_run, tmp_path_factory):
-    from evals.genppl.__main__ import main
+    from workflows.cli import main
 
     out = tmp_path_factory.mktemp("export") / "judge"
     assert main(["export-judge", "--run-dir", str(judge_run["run_dir"]), "--tokenizer", str(judge_run["tokenizer"]),
@@ -73,7 +73,7 @@ def test_score_end_to_end_with_the_exported_judge(judge_run, exported, tmp_path)
 
     from corpora.synthetic import WorldConfig, generate_split
     from evals.genppl import load_model_tokenizer
-    from evals.genppl.__main__ import main
+    from workflows.cli import main
     from tests.genppl.conftest import write_samples
 
     world = {"source": "synthetic", "seed": 2, "synthetic": {"train_docs": 1, "valid_docs": 1, "test_docs": 5}}
@@ -84,7 +84,7 @@ def test_score_end_to_end_with_the_exported_judge(judge_run, exported, tmp_path)
     (tmp_path / "world.json").write_text(json.dumps({"corpus": world, "tokenizer": {"kind": "bpe"}}))  # data settings
     out = tmp_path / "eval" / "genppl.json"
     out.parent.mkdir()
-    assert main(["score", "--samples", str(tmp_path / "samples.jsonl"), "--judge", str(exported),
+    assert main(["score-samples", "--samples", str(tmp_path / "samples.jsonl"), "--judge", str(exported),
                  "--model-tokenizer", str(judge_run["tokenizer"]), "--run-dir", str(judge_run["run_dir"]),
                  "--world-settings", str(tmp_path / "world.json"), "--max-length", "32", "--batch-size", "3",
                  "--out", str(out)]) == 0
@@ -101,7 +101,7 @@ def test_score_end_to_end_with_the_exported_judge(judge_run, exported, tmp_path)
     # a real corpus has no grammar: the world is skipped and says why; the run's own corpus is not synthetic
     (tmp_path / "lm1b.json").write_text(json.dumps({"corpus": {"id": "lm1b", "source": "hf", "seed": 0}}))
     for extra in (["--world-settings", str(tmp_path / "lm1b.json")], []):
-        assert main(["score", "--samples", str(tmp_path / "samples.jsonl"), "--judge", str(exported),
+        assert main(["score-samples", "--samples", str(tmp_path / "samples.jsonl"), "--judge", str(exported),
                      "--model-tokenizer", str(judge_run["tokenizer"]), "--run-dir", str(judge_run["run_dir"]),
                      "--out", str(out), *extra]) == 0
         r = json.loads(out.read_text())

@@ -12,10 +12,15 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from evals.harness.__main__ import main
+from workflows.cli import main as cli_main
 from evals.tasks.local_data import EXAMPLE_CONFIG
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "config" / "schemas" / "result.schema.json").read_text())
+
+
+def main(argv):
+    """The lm-eval tool of the one command line (``eval-<suite>`` is the same command with its suite)."""
+    return cli_main(["lm-eval", *argv])
 
 
 def cli(world_run, embedded_dir, out, *extra):

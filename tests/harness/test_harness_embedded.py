@@ -7,7 +7,8 @@ import json
 import pytest
 
 from corpora.synthetic import WorldConfig, generate_split
-from evals.tasks.embedded import TASKS, build_embedded_tasks, main, task_versions
+from evals.tasks.embedded import TASKS, build_embedded_tasks, task_versions
+from workflows.cli import main as cli_main
 
 SMALL_WORLD = {"train_docs": 10, "valid_docs": 5, "test_docs": 60}  # as embedded_dir (tests/harness/conftest.py)
 
@@ -66,11 +67,11 @@ def test_tasks_load_in_lm_eval_with_versions(embedded_dir):
 def test_cli_refuses_a_real_corpus(tmp_path, capsys):
     settings = tmp_path / "settings.json"
     settings.write_text(json.dumps({"corpus": {"id": "tinystories", "source": "hf"}}))
-    assert main(["--settings", str(settings), "--out", str(tmp_path / "t")]) == 2
+    assert cli_main(["world-tasks", "--settings", str(settings), "--out", str(tmp_path / "t")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and "synthetic" in err and "\n" not in err
     settings.write_text(json.dumps({"corpus": {"id": "w", "source": "synthetic", "seed": 3, "synthetic": SMALL_WORLD}}))
-    assert main(["--settings", str(settings), "--out", str(tmp_path / "t"), "--n-items", "5", "--n-ppl-docs", "3"]) == 0
+    assert cli_main(["world-tasks", "--settings", str(settings), "--out", str(tmp_path / "t"), "--n-items", "5", "--n-ppl-docs", "3"]) == 0
     assert json.loads((tmp_path / "t" / "manifest.json").read_text())["seed"] == 3
 
 

@@ -1,11 +1,14 @@
-"""Command line: evaluate one run on task suites and write its result JSON.
+"""The lm-eval evaluations' arguments and run (subcommands of ``python -m workflows.cli``): evaluate one run
+on task suites and write its result JSON. ``eval-<name>`` runs the registry's suite of that name
+(``evals/registry.py``); ``lm-eval`` runs any suites or tasks.
 
-    python -m evals.harness --run-dir results/runs/base_gpt2_s/seed0 --tokenizer results/data/world/tokenizer.json \\
-        --tasks embedded --task-dir results/data/world/tasks --out results/runs/base_gpt2_s/seed0/eval/embedded.json
+    python -m workflows.cli eval-embedded --run-dir results/runs/base_gpt2_s/seed0 \\
+        --tokenizer results/data/world/tokenizer.json --task-dir results/data/world/tasks \\
+        --out results/runs/base_gpt2_s/seed0/eval/embedded.json
 
     # the papers' real tasks that have local copies (offline cluster; the run's own tokenizer found
     # beside it); skips cleanly when the data folder is absent
-    python -m evals.harness --run-dir ... --tasks conceptlm_zeroshot,conceptlm_ppl,dlcm_zeroshot --local-only \\
+    python -m workflows.cli lm-eval --run-dir ... --tasks conceptlm_zeroshot,conceptlm_ppl,dlcm_zeroshot --local-only \\
         --local-data evals/tasks/local_data.yaml --local-root DATA_DIR --skip-missing-root \\
         --out results/runs/base_gpt2_s/seed0/eval/local.json
 
@@ -15,10 +18,7 @@ family, a tokenizer that does not fit) is one line on stderr and exit code 2, be
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
-
-from common.errors import entry_point
 
 
 def _limit(text: str) -> float | int:
@@ -28,13 +28,15 @@ def _limit(text: str) -> float | int:
     return int(value) if value >= 1 else value
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m evals.harness", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+def arguments(p: argparse.ArgumentParser, evaluation=None) -> None:
+    """The options; for an evaluation of the registry (``eval-<name>``) ``--tasks`` defaults to its suite."""
+    suite = evaluation.suite if evaluation is not None else None
     p.add_argument("--run-dir", required=True, help="run folder (its final/ checkpoint) or the final/ folder itself")
     p.add_argument("--tokenizer", help="tokenizer.json of the run's corpus (default: the one beside the run, "
                                        "<results>/data/*/tokenizer.json, that it was trained with)")
-    p.add_argument("--tasks", required=True, help="comma-separated suites (evals/tasks/suites.yaml) and/or lm-eval tasks")
+    p.add_argument("--tasks", required=suite is None, default=suite,
+                   help="comma-separated suites (evals/tasks/suites.yaml) and/or lm-eval tasks"
+                        + (f" (default: {suite})" if suite else ""))
     p.add_argument("--out", required=True, help="result JSON; its stem is the eval name (e.g. eval/embedded.json)")
     p.add_argument("--task-dir", action="append", default=[], help="folder of task YAMLs (repeatable), e.g. embedded tasks")
     p.add_argument("--limit", type=_limit, help="documents per task (testing only; recorded in the result)")
@@ -57,12 +59,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help="torch threads")
     p.add_argument("--offline", action="store_true", help="set HF_HUB_OFFLINE/HF_DATASETS_OFFLINE (automatic for "
                                                           "embedded and local suites)")
-    return p
 
 
-@entry_point
-def main(argv: list[str] | None = None) -> int:
-    a = parser().parse_args(argv)
+def run(a: argparse.Namespace) -> int:
     if a.local_data and a.skip_missing_root:
         import yaml
         root = a.local_root or (yaml.safe_load(Path(a.local_data).read_text()) or {}).get("root", ".")
@@ -88,7 +87,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{r['experiment']} seed {r['seed']} -> {a.out}: " +
           ", ".join(f"{k} {v:.4g}" if v is not None else f"{k} n/a" for k, v in shown.items()))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,7 @@
-"""Conditional generation of a trained run on its paired test split, scored (the DAG's ``cond`` evaluations).
+"""Conditional generation of a trained run on its paired test split, scored (the DAG's ``cond`` evaluations):
+the arguments and run of ``python -m workflows.cli eval-cond``.
 
-    python -m evals.conditional --run-dir results/runs/ncm_wmt_s/seed0 --tokenizer results/data/world/tokenizer.json \\
+    python -m workflows.cli eval-cond --run-dir results/runs/ncm_wmt_s/seed0 --tokenizer results/data/world/tokenizer.json \\
         --tokens results/data/world_translate/tokens --eval cond_mbr8 --settings '{"examples": 200}' \\
         --out results/runs/ncm_wmt_s/seed0/eval/cond_mbr8.json
 
@@ -12,11 +13,8 @@ import argparse
 import json
 from pathlib import Path
 
-from common.errors import entry_point
 
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m evals.conditional", description=__doc__.split("\n\n")[0])
+def arguments(p: argparse.ArgumentParser, evaluation=None) -> None:
     p.add_argument("--run-dir", required=True, help="the run folder (its final/ is evaluated)")
     p.add_argument("--tokenizer", required=True, help="the run's tokenizer.json")
     p.add_argument("--tokens", required=True, help="the run's paired token folder (its corpus/ beside it)")
@@ -24,12 +22,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--settings", default="{}", help="JSON: the profile's conditional section")
     p.add_argument("--out", required=True, help="result JSON; the samples go beside it as <stem>.samples.jsonl")
     p.add_argument("--threads", type=int, help="torch threads")
-    return p
 
 
-@entry_point
-def main(argv: list[str] | None = None) -> int:
-    a = parser().parse_args(argv)
+def run(a: argparse.Namespace) -> int:
     import torch
 
     from evals.conditional import ConditionalEvalError, evaluate_conditional
@@ -45,7 +40,3 @@ def main(argv: list[str] | None = None) -> int:
                              settings, a.eval)
     print(json.dumps(r["metrics"], indent=1))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,15 +1,15 @@
-"""Command line of the Gen. PPL evaluator.
+"""The Gen. PPL evaluator's subcommands of ``python -m workflows.cli``: their arguments and runs.
 
     # a trained GPT-2 run -> an offline transformers judge folder
-    python -m evals.genppl export-judge --run-dir results/runs/judge_gpt2/seed0 \\
+    python -m workflows.cli export-judge --run-dir results/runs/judge_gpt2/seed0 \\
         --tokenizer results/data/world/tokenizer.json --out results/judges/world_gpt2
 
     # the DAG's evaluation: sample from a run (NCM, masked diffusion or a token LM), then score
-    python -m evals.genppl evaluate --run-dir results/runs/ncm_s/seed0 --tokenizer results/data/world/tokenizer.json \\
+    python -m workflows.cli eval-genppl --run-dir results/runs/ncm_s/seed0 --tokenizer results/data/world/tokenizer.json \\
         --judge results/judges/judge_gpt2_ncm --settings '{"samples": 64, ...}' --out results/runs/ncm_s/seed0/eval/genppl.json
 
     # samples -> result JSON (Gen PPL per judge and their mean, entropy, world acceptance and exact NLL)
-    python -m evals.genppl score --samples results/runs/ncm_s/seed0/samples/k12.jsonl \\
+    python -m workflows.cli score-samples --samples results/runs/ncm_s/seed0/samples/k12.jsonl \\
         --judge results/judges/world_gpt2 [--judge gpt2-large ...] \\
         --model-tokenizer results/data/world/tokenizer.json --run-dir results/runs/ncm_s/seed0 \\
         --out results/runs/ncm_s/seed0/eval/genppl_k12.json
@@ -27,21 +27,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
-from common.errors import entry_point
 from evals.genppl.protocol import GenPPLError
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m evals.genppl", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
-    sub = p.add_subparsers(dest="command", required=True)
-    e = sub.add_parser("export-judge", help="export a trained GPT-2 run as a transformers judge folder")
+def export_arguments(e: argparse.ArgumentParser) -> None:
     e.add_argument("--run-dir", required=True, help="the judge's run folder (or its final/)")
     e.add_argument("--tokenizer", required=True, help="tokenizer.json of the run's corpus")
     e.add_argument("--out", required=True, help="judge folder to write")
-    g = sub.add_parser("evaluate", help="sample from a run, then score the samples (the DAG's genppl evaluation)")
+
+
+def export(a: argparse.Namespace) -> int:
+    """A trained GPT-2 run exported as a transformers judge folder."""
+    from evals.genppl.export import export_judge
+
+    print(f"judge written to {export_judge(a.run_dir, a.tokenizer, a.out)}")
+    return 0
+
+
+def arguments(g: argparse.ArgumentParser, evaluation=None) -> None:
     g.add_argument("--run-dir", required=True, help="the generating run (or its final/)")
     g.add_argument("--tokenizer", required=True, help="the run's tokenizer.json")
     g.add_argument("--judge", action="append", required=True, help="judge: hub name or transformers folder; repeatable")
@@ -54,7 +58,27 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--tokens", help="the run's token folder (needed by genppl_k<j> and genppl_data)")
     g.add_argument("--out", required=True, help="result JSON; the samples go beside it as <stem>.samples.jsonl")
     g.add_argument("--threads", type=int, help="torch threads")
-    s = sub.add_parser("score", help="Gen PPL, entropy and world quality of a samples file")
+
+
+def evaluate(a: argparse.Namespace) -> int:
+    """Sample from a run, then score the samples (the DAG's genppl evaluations)."""
+    from evals.genppl.sample import evaluate_genppl, parse_eval
+
+    _threads(a)
+    try:
+        settings = json.loads(a.settings)
+    except json.JSONDecodeError as e:
+        raise GenPPLError(f"--settings: not JSON ({e}); pass the profile's genppl section as JSON") from e
+    try:
+        variant = parse_eval(a.eval)
+    except ValueError as e:
+        raise GenPPLError(f"--eval: {e}") from e
+    r = evaluate_genppl(a.run_dir, a.tokenizer, a.judge, a.out, settings, variant=variant, tokens_dir=a.tokens)
+    print(json.dumps(r["metrics"], indent=1))
+    return 0
+
+
+def score_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--samples", required=True, help="samples JSON lines ({'ids': [...], 'text': '...'} per line)")
     s.add_argument("--judge", action="append", required=True,
                    help="judge: hub name (gpt2-large) or transformers folder; repeat for several (their mean is reported)")
@@ -74,46 +98,22 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--device", default="auto")
     s.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
     s.add_argument("--threads", type=int, help="torch threads")
-    return p
 
 
-@entry_point
-def main(argv: list[str] | None = None) -> int:
-    a = parser().parse_args(argv)
-    if a.command == "export-judge":
-        from evals.genppl.export import export_judge
-
-        out = export_judge(a.run_dir, a.tokenizer, a.out)
-        print(f"judge written to {out}")
-        return 0
-    if a.threads:
-        import torch
-        torch.set_num_threads(a.threads)
-    if a.command == "evaluate":
-        from evals.genppl.sample import evaluate_genppl
-
-        try:
-            settings = json.loads(a.settings)
-        except json.JSONDecodeError as e:
-            raise GenPPLError(f"--settings: not JSON ({e}); pass the profile's genppl section as JSON") from e
-        from evals.genppl.sample import parse_eval
-
-        try:
-            variant = parse_eval(a.eval)
-        except ValueError as e:
-            raise GenPPLError(f"--eval: {e}") from e
-        r = evaluate_genppl(a.run_dir, a.tokenizer, a.judge, a.out, settings, variant=variant, tokens_dir=a.tokens)
-        print(json.dumps(r["metrics"], indent=1))
-        return 0
+def score(a: argparse.Namespace) -> int:
+    """Gen PPL, entropy and world quality of a samples file."""
     from evals.genppl.score import score_samples
 
+    _threads(a)
     r = score_samples(a.samples, a.judge, a.model_tokenizer, a.run_dir, a.out, world_settings=a.world_settings,
                       use_world=not a.no_world, boundaries=a.boundaries, max_length=a.max_length,
                       batch_size=a.batch_size, pad_eos=a.pad_eos, max_unknown_rate=a.max_unknown_rate,
                       device=a.device, dtype=a.dtype)
-    print(json.dumps({k: v for k, v in r["metrics"].items()}, indent=1))
+    print(json.dumps(r["metrics"], indent=1))
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def _threads(a: argparse.Namespace) -> None:
+    if a.threads:
+        import torch
+        torch.set_num_threads(a.threads)
