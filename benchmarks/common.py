@@ -1,5 +1,5 @@
-"""What every benchmark here shares: interleaved timing (``evals.timing``), per-arm peak memory, summaries, the machine's
-load and the host.
+"""What every benchmark here shares: interleaved timing (``evals.timing``), per-arm peak memory, summaries, the
+machine's load and the host.
 
 Protocol: the arms run the same batch and alternate step by step (ABAB...), so machine noise hits
 all alike; the first ``warmup`` rounds are discarded; the median and inter-quartile range of the

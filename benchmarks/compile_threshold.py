@@ -80,7 +80,8 @@ def main(argv=None) -> dict:
             cold = run_in_child(run_shape, SHAPES[name], a, cache, False)
             warm = run_in_child(run_shape, SHAPES[name], a, cache, True)
         arms = warm["arms"]
-        compile_s = {k: r["first_step_s"]["compiled"] - r["first_step_s"]["eager"] for k, r in (("cold", cold), ("warm", warm))}
+        compile_s = {k: r["first_step_s"]["compiled"] - r["first_step_s"]["eager"]
+                     for k, r in (("cold", cold), ("warm", warm))}
         saved = arms["eager"]["median_step_s"] - arms["compiled"]["median_step_s"]
         result["shapes"][name] = {
             "config": SHAPES[name], "arms": arms, "compile_s": compile_s,

@@ -22,7 +22,8 @@ from contextlib import nullcontext
 
 import torch
 
-from benchmarks.common import MachineLoad, environment, interleaved_step_times, judge_target, peak_rss_mib, summarize, target_words
+from benchmarks.common import (MachineLoad, environment, interleaved_step_times, judge_target, peak_rss_mib, summarize,
+                               target_words)
 from common.errors import entry_point
 from common.io import atomic_write_json
 from models.registry import build_model, flops_per_token
@@ -38,7 +39,7 @@ def arm_config(name: str, a) -> dict:
     return {"arch": a.backbone, **shape}
 
 
-def build_arm(name: str, a, device: torch.device = torch.device("cpu")):
+def build_arm(name: str, a, device: torch.device | str = "cpu"):
     torch.manual_seed(0)
     model = build_model(arm_config(name, a), vocab_size=a.vocab, seq_len=a.seq).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -107,7 +108,8 @@ def main(argv=None) -> dict:
               f"{r['non_embedding_params'] / 1e6:6.2f}M params  peak {r[mem_key]:.0f} MiB")
     rt = result["ratios"]
     print(f"ConceptLM/PM step {rt['step_time_conceptlm_over_pm']:.3f} (FLOPs {rt['flops_conceptlm_over_pm']:.3f}), "
-          f"ConceptLM/Base step {rt['step_time_conceptlm_over_base']:.3f} (FLOPs {rt['flops_conceptlm_over_base']:.3f}); "
+          f"ConceptLM/Base step {rt['step_time_conceptlm_over_base']:.3f} "
+          f"(FLOPs {rt['flops_conceptlm_over_base']:.3f}); "
           f"target <= {TARGET} {target_words(result['target'])} on {device} -> {a.out}")
     return result
 

@@ -3,7 +3,8 @@
 DLCM (arXiv 2512.24617v2, §3.5, Table 6) runs its decoder cross-attention as concept replication: K, V
 of the concepts are copied to the token positions and one causal FlashAttention varlen call attends
 over them; the paper reports it 1.26-1.73x faster than FlexAttention (batch 1, 32 heads, hidden
-1024/2048/4096, seq 2K-16K, "interval 6"; GPU, dtype and forward vs backward not stated). The arms (``evals.dlcm_kernels``, shared with the kernel evaluation) compute the same attention:
+1024/2048/4096, seq 2K-16K, "interval 6"; GPU, dtype and forward vs backward not stated). The arms
+(``evals.dlcm_kernels``, shared with the kernel evaluation) compute the same attention:
 ``replicate`` (the model's concept replication, one causal SDPA), ``mask`` (the reference: SDPA over the
 null + M concept rows with the replication counts as a bias) and ``flex_eager`` / ``flex_compiled``
 (FlexAttention with a block mask built inside the step, as DLCM's boundaries change every batch).

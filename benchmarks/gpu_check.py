@@ -12,8 +12,8 @@ with the figures a first GPU run needs, in one JSON.
 Writes ``results/benchmarks/gpu_check.json``: the wall time of each part and of the whole; per training
 run its family, tokens/s, peak CUDA memory and MFU of its last step (the trainer's log) and the job's
 wall time; per evaluation its wall time; the throughput benchmark's arms. Each call measures afresh: it
-starts by removing its own earlier results (``results/small-smoke-gpu/``, the JSON files). On a machine without CUDA it stops in one
-line before any work. Target: the whole check within 5 minutes on one H100 / H200.
+starts by removing its own earlier results (``results/small-smoke-gpu/``, the JSON files). On a machine without CUDA it
+stops in one line before any work. Target: the whole check within 5 minutes on one H100 / H200.
 """
 from __future__ import annotations
 

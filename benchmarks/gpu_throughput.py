@@ -114,7 +114,8 @@ def main(argv=None) -> dict:
     if {"conceptlm", "pm"} <= set(arm):
         ratios["conceptlm_over_pm_step_time"] = arm["conceptlm"]["median_step_s"] / arm["pm"]["median_step_s"]
     result["ratios"] = ratios
-    judged = {"base_over_hf": judge_target(ratios.get("base_over_hf_tokens_per_s", 0) >= TARGETS["base_over_hf_tokens_per_s_min"], load),
+    judged = {"base_over_hf": judge_target(ratios.get("base_over_hf_tokens_per_s", 0)
+                                           >= TARGETS["base_over_hf_tokens_per_s_min"], load),
               "conceptlm_over_pm": judge_target(ratios.get("conceptlm_over_pm_step_time", 9)
                                                 <= TARGETS["conceptlm_over_pm_step_time_max"], load)}
     result["targets"] = {**TARGETS, "met": {k: v["met"] for k, v in judged.items()}, "refused": load["why"]}

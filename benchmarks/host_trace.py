@@ -33,6 +33,7 @@ from pathlib import Path
 
 from common.provenance import host_pins
 
+ROOT = Path(__file__).resolve().parents[1]  # the repository
 REFERENCE = Path(__file__).resolve().parent / "reference" / "host_trace_amd_epyc.json.gz"  # `make host-trace`
 SOURCES = ("models", "trainer", "common")  # the code a trace runs: a different hash, other operations
 MODELS = {"gpt2": "base_gpt2_s", "dlcm": "dlcm_s", "ncm": "ncm_s", "mdlm": "mdlm_s"}
@@ -114,7 +115,7 @@ def trace_model(name: str, seed: int = 0) -> list[dict]:
     return ops
 
 
-def code_hash(root: Path = Path(__file__).resolve().parents[1]) -> str:
+def code_hash(root: Path = ROOT) -> str:
     """sha256 over the code a trace runs (``SOURCES`` under ``root``): each module's path and its syntax tree
     without docstrings, written out field by field (``_canonical``: the same text on every Python the suite
     supports), so comments and docstrings do not count; a file that does not parse counts by its bytes. Two
@@ -156,7 +157,8 @@ def compare(a: dict, b: dict) -> dict:
     report = {}
     for name in sorted(set(a["models"]) | set(b["models"])):
         if name not in a["models"] or name not in b["models"]:
-            report[name] = {"only_in": "A" if name in a["models"] else "B", "ops": None, "differing": None, "first": None}
+            report[name] = {"only_in": "A" if name in a["models"] else "B", "ops": None, "differing": None,
+                            "first": None}
             continue
         ops_a, ops_b = a["models"][name], b["models"][name]
         differ = [i for i, (x, y) in enumerate(zip(ops_a, ops_b)) if x["out"] != y["out"] or x["op"] != y["op"]]

@@ -258,7 +258,8 @@ def main(argv=None) -> dict:
         p.error("--judge needs --runs (Gen PPL of untrained weights means nothing) and --tokenizer (to decode the ids)")
     if a.rounds < 2:
         p.error("--rounds must be >= 2 (median and IQR)")
-    small = [f"--{k.replace('_', '-')} {v}" for k, v in (("warmup", a.warmup), ("seq_len", a.seq_len), ("threads", a.threads))
+    small = [f"--{k.replace('_', '-')} {v}"
+             for k, v in (("warmup", a.warmup), ("seq_len", a.seq_len), ("threads", a.threads))
              if v < (0 if k == "warmup" else 1)] + [f"--batch {b}" for b in a.batch if b < 1]
     if small:
         p.error(f"{', '.join(small)}: give positive sizes (--warmup may be 0)")
@@ -300,7 +301,8 @@ def main(argv=None) -> dict:
                              for name in ARMS}
     else:
         result["gen_ppl"] = {name: {"gen_ppl": None, "why": "Gen PPL needs trained runs: --runs ARM=DIR ... "
-                                                            "--judge FOLDER --tokenizer tokenizer.json"} for name in ARMS}
+                                                            "--judge FOLDER --tokenizer tokenizer.json"}
+                             for name in ARMS}
     result["environment"] = environment(a.threads, device)
     atomic_write_json(a.out, result)
     report(result, a)

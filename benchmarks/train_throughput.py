@@ -115,10 +115,12 @@ def main(argv=None) -> dict:
     atomic_write_json(a.out, result)
     for name, res in result["shapes"].items():
         for arm_name, arm in res["arms"].items():
-            print(f"{name:6s} {arm_name:5s} {arm['tokens_per_s']:9.0f} tok/s  step {arm['median_step_s'] * 1e3:6.1f} ms "
+            print(f"{name:6s} {arm_name:5s} {arm['tokens_per_s']:9.0f} tok/s  "
+                  f"step {arm['median_step_s'] * 1e3:6.1f} ms "
                   f"(IQR {arm['iqr_step_s'][0] * 1e3:.1f}-{arm['iqr_step_s'][1] * 1e3:.1f})  peak RSS "
                   f"{arm['peak_rss_mib']:.0f} MiB  page faults/step {arm['minor_page_faults_per_step']:.0f}")
-        print(f"{name:6s} ours / HF = {res['ratio_ours_over_hf']:.2f}x (target >= {TARGET}x {target_words(res['target'])})")
+        print(f"{name:6s} ours / HF = {res['ratio_ours_over_hf']:.2f}x "
+              f"(target >= {TARGET}x {target_words(res['target'])})")
     load = result["load_avg_1min"]
     print(f"load average {load['before']:.1f} -> {load['after']:.1f} on {load['cores']} cores; "
           f"{result['environment']['host_line']}  -> {a.out}")

@@ -83,10 +83,12 @@ def host_fingerprint() -> dict:
 def host_summary(fingerprint: dict) -> str:
     """One line of a fingerprint: ``Intel(R) Xeon(R) Processor (GenuineIntel, AVX512), ISA AVX2, 2 cores, ...``."""
     pins = ", ".join(f"{k}={v}" for k, v in fingerprint.get("pins", {}).items() if v) or "none"
-    return (f"{fingerprint.get('cpu', 'unknown CPU')} ({fingerprint.get('vendor', '?')}, {fingerprint.get('cpu_isa', '?')}), "
+    return (f"{fingerprint.get('cpu', 'unknown CPU')} ({fingerprint.get('vendor', '?')}, "
+            f"{fingerprint.get('cpu_isa', '?')}), "
             f"ISA {fingerprint.get('isa', '?')}, "
             f"{fingerprint.get('cores', '?')} cores, torch {fingerprint.get('torch', '?')}, oneDNN "
-            f"{fingerprint.get('onednn', '?')}, BLAS {fingerprint.get('blas', '?')} {fingerprint.get('mkl', '')}".rstrip()
+            f"{fingerprint.get('onednn', '?')}, BLAS {fingerprint.get('blas', '?')} "
+            f"{fingerprint.get('mkl', '')}".rstrip()
             + f", pins {pins}")
 
 

@@ -132,7 +132,8 @@ def local_file_problem(path: str | Path) -> str | None:
             tail = f.read(4)
         if head[:4] == b"PAR1" and tail != b"PAR1":
             return "a truncated parquet file (no PAR1 footer: an interrupted copy or download?); copy it again"
-        return None if head[:4] == b"PAR1" else "not a parquet file (it does not start with PAR1); give a parquet file or rename it"
+        return None if head[:4] == b"PAR1" else ("not a parquet file (it does not start with PAR1); "
+                                                 "give a parquet file or rename it")
     if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return "UTF-16 text, not UTF-8; convert it (iconv -f UTF-16 -t UTF-8)"
     if b"\x00" in head:

@@ -180,7 +180,8 @@ def _local_tokenizer(folder: Path):
                    else PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), eos_token=EOT))
         elif set(GPT2_FILES) <= files:
             used = list(GPT2_FILES)
-            tok = PreTrainedTokenizerFast(tokenizer_object=_gpt2_bpe(folder), eos_token=EOT, bos_token=EOT, unk_token=EOT)
+            tok = PreTrainedTokenizerFast(tokenizer_object=_gpt2_bpe(folder), eos_token=EOT, bos_token=EOT,
+                                          unk_token=EOT)
         else:
             missing = [name for name in GPT2_FILES if name not in files]
             raise TokenizerError(f"tokenizer.name {str(folder)!r}: the folder has neither tokenizer.json nor "
@@ -265,7 +266,8 @@ def tokenize_corpus(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, batch
         parts.mkdir(parents=True, exist_ok=True)
         todo = [shard for shard in shards if _finished(shard) is None]
         if len(todo) < len(shards):
-            print(f"{split}: {len(shards) - len(todo)} of {len(shards)} shards kept from an interrupted run", flush=True)
+            print(f"{split}: {len(shards) - len(todo)} of {len(shards)} shards kept from an interrupted run",
+                  flush=True)
         if workers > 1 and len(todo) > 1:
             import multiprocessing as mp
 
@@ -363,10 +365,12 @@ def tokenize_pairs(corpus_dir: Path, tok: LoadedTokenizer, out_dir: Path, layout
             for src, tgt in zip(sources, targets):
                 cut["source"] += len(src) > P
                 cut["target"] += len(tgt) > L
-                f.write(np.array(_fit(src, P, tok.eot_id) + _fit(tgt + [tok.eot_id], L, tok.eot_id), dtype=dtype).tobytes())
+                f.write(np.array(_fit(src, P, tok.eot_id) + _fit(tgt + [tok.eot_id], L, tok.eot_id),
+                                 dtype=dtype).tobytes())
             n_docs += len(rows)
         if n_docs == 0:
-            raise TokenizerError(f"{Path(corpus_dir) / f'{split}.jsonl'}: no examples; give the paired corpus a {split} split")
+            raise TokenizerError(f"{Path(corpus_dir) / f'{split}.jsonl'}: no examples; "
+                                 f"give the paired corpus a {split} split")
         f.write(np.array([tok.eot_id], dtype=dtype).tobytes())
         return {"n_tokens": n_docs * (P + L) + 1, "n_docs": n_docs, "cut_sources": cut["source"],
                 "cut_targets": cut["target"]}

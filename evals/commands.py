@@ -1,7 +1,8 @@
 """The commands of the evaluations that read a run and its token data, a settings file or nothing else
 (``python -m workflows.cli eval-<name>``; ``evals/registry.py`` names each one's ``command``): the options
 (``arguments(parser, evaluation)``, by the rule that runs the evaluation) and one run per evaluation
-(``<name>(args)``), which calls one evaluator and prints one line. The lm-eval, Gen. PPL and conditional evaluations keep theirs in their packages
+(``<name>(args)``), which calls one evaluator and prints one line. The lm-eval, Gen. PPL and conditional
+evaluations keep theirs in their packages
 (``command.py``)."""
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ def _paths(p: argparse.ArgumentParser, *names: str) -> None:
 
 
 # the required options per rule of the DAG (evals/registry.py's ``rule``): paths, then --threads
-OPTIONS = {"evaluate_tokens": ("run-dir", "tokens", "out"), "evaluate_boundaries": ("run-dir", "tokens", "tokenizer", "out"),
+OPTIONS = {"evaluate_tokens": ("run-dir", "tokens", "out"),
+           "evaluate_boundaries": ("run-dir", "tokens", "tokenizer", "out"),
            "fit_law": ("settings", "out"), "kernel_bench": ("settings", "out")}
 
 

@@ -1,6 +1,7 @@
 """DLCM's decoder cross-attention from tokens to concepts as timed arms: concept replication, the explicit
 mask and FlexAttention (DLCM arXiv 2512.24617v2, §3.5, Table 6), for the kernel evaluation
-(``evals.kernel_latency``) and the benchmark (``benchmarks.dlcm_attention``). Every arm computes the same thing (``models.dlcm`` docstring, "Causality rule" and "Concept replication"):
+(``evals.kernel_latency``) and the benchmark (``benchmarks.dlcm_attention``). Every arm computes the same thing
+(``models.dlcm`` docstring, "Causality rule" and "Concept replication"):
 token t sees the null concept and the concepts j < seg(t), concept row r weighted by its replication
 count n_tr = #{i <= t : seg(i) = r}:
 

@@ -75,7 +75,8 @@ def measure(kernel_id: str, settings: dict, threads: int) -> tuple[dict, dict]:
         arms = case[settings["pass"]]["arms"]
         for column, arm in (("flex", flex_arm), ("flash", "replicate"), ("mask", "mask")):
             metrics[f"{rid}/{column}_ms"] = arms.get(arm, {}).get("median_ms")
-            if "error" in arms.get(arm, {}):  # e.g. no FlexAttention backward on CPU: the cell stays empty, and says why
+            # e.g. no FlexAttention backward on CPU: the cell stays empty, and says why
+            if "error" in arms.get(arm, {}):
                 failed.append(f"{column} arm did not run at {rid}: {arms[arm]['error'].splitlines()[0][:160]}")
         cases[rid] = case
     details = {"cases": cases, "columns": {"flash_ms": "replicate", "flex_ms": flex_arm, "mask_ms": "mask"},

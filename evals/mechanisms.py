@@ -50,7 +50,8 @@ its attention output (``DLCM.intervention``).
 ``details.checks`` lists one dict per check: ``name``, ``key`` (its metric), ``kind``, ``gate``, ``what`` and,
 for kind ``floor``, ``floor``. A ``spread`` check passes when the mean effect over seeds exceeds 3 x the seed
 standard deviation of ``mech/intact_nll`` and the profile's noise floor; a ``floor`` check when the value exceeds
-``floor``. The tables judge them (``tables/mechanisms.py``); ``gate: true`` marks the checks that decide whether the concept mechanism is exercised.
+``floor``. The tables judge them (``tables/mechanisms.py``); ``gate: true`` marks the checks that decide whether the
+concept mechanism is exercised.
 """
 from __future__ import annotations
 

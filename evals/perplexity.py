@@ -97,7 +97,8 @@ def evaluate_perplexity(final_dir: Path, tokens_dir: Path, out_path: Path, batch
         oracle = tokens_manifest["splits"][split]["oracle_nll"]
         metrics.update({f"{split}/nll": nll / n, f"{split}/ppl": math.exp(nll / n),
                         f"{split}/oracle_ppl": math.exp(oracle / n) if oracle is not None else None,
-                        f"{split}/unigram_ppl": math.exp(unigram_nll(train_tokens, tokens, manifest["vocab_size"]) / n)})
+                        f"{split}/unigram_ppl": math.exp(unigram_nll(train_tokens, tokens,
+                                                                     manifest["vocab_size"]) / n)})
         details[f"{split}/tokens"] = n
     result = result_record(manifest, out_path, metrics, details, t0)
     atomic_write_json(out_path, result)

@@ -78,7 +78,8 @@ def tier_accuracy(tokenizer: NCMTokenizer, windows: torch.Tensor, tokens_dir: Pa
     out = {}
     for tier in sorted({t for t in tiers if t is not None}):
         rows = torch.tensor([i for i, t in enumerate(tiers) if t == tier])
-        out[f"{tier}/token_acc"] = reconstruction_accuracy(tokenizer, windows[rows], batch_size=batch_size)[tokenizer.cfg.K]
+        out[f"{tier}/token_acc"] = reconstruction_accuracy(tokenizer, windows[rows],
+                                                           batch_size=batch_size)[tokenizer.cfg.K]
     return out
 
 

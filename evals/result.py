@@ -19,7 +19,8 @@ def result_record(manifest: dict, out_path: Path, metrics: dict, details: dict, 
                                      seed=run_cfg["seed"], wall_time_s=time.perf_counter() - started)}
 
 
-def settings_record(result_id: str, settings: dict, out_path: Path, metrics: dict, details: dict, started: float) -> dict:
+def settings_record(result_id: str, settings: dict, out_path: Path, metrics: dict, details: dict,
+                    started: float) -> dict:
     """The result of a profile entry that is no training run (a fitted scaling law, a kernel benchmark):
     seed 0, no checkpoint, its settings as the config (``{"id": result_id, **settings}``)."""
     config = {"id": result_id, **settings}

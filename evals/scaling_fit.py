@@ -17,7 +17,8 @@ within ``identify_rel_tol``; when it is 0 the constants are left out of the metr
 "constants not identifiable from this grid", and only the prediction errors are reported.
 
 The result carries the constants (``law/<name>``, ``_lo``, ``_hi``, ``_determined``), R^2 on the fitted
-and on the held-out points, the same across runs at their last point (``final_scores``), and in ``details`` every point with the law's prediction (the figure), the
+and on the held-out points, the same across runs at their last point (``final_scores``), and in ``details`` every point
+with the law's prediction (the figure), the
 runs and their checkpoints' sha256.
 """
 from __future__ import annotations

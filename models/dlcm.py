@@ -22,7 +22,8 @@ width ``d_model`` (d_token) wraps a wider concept stream (``d_concept``), in fou
    training and inference. §8.1 does not give its tau: ``boundary_calibration: quantile`` replaces the
    fixed tau by a running quantile of p (a buffer, checkpointed with the weights): each training forward
    takes the quantile above which a window of T tokens opens T / R segments and blends it in with
-   ``calibration_momentum``; inference uses the value as trained (either predictor). Straight-through estimator (H-Net hnet.py STE, :20-30): the cross-attention
+   ``calibration_momentum``; inference uses the value as trained (either predictor). Straight-through estimator (H-Net
+   hnet.py STE, :20-30): the cross-attention
    output of token t is multiplied by 1 + c_t - sg(c_t), c_t the probability of the decision taken
    (p~_t if b_t else 1 - p~_t): 1 in value, and the LM gradient reaches the router through it (and through
    the EMA below). ``router_lm_gradient: false`` cuts both: p then learns from L_aux alone (§3.3: the discrete
@@ -510,7 +511,8 @@ class DLCM(TokenLM):
         the router at the identity, and under muP every hidden matrix's std divided by sqrt(s) of its group."""
         cfg = self.cfg
         init_weights(self, cfg.init_std, cfg.n_layer + cfg.n_cross if cfg.scale_residual_init else None)
-        init_weights(self.concept_blocks, cfg.init_std, cfg.concept_depth if cfg.scale_residual_init else None, root=self)
+        init_weights(self.concept_blocks, cfg.init_std, cfg.concept_depth if cfg.scale_residual_init else None,
+                     root=self)
         self.router.reset_parameters()
         if cfg.mup_base_width:
             with torch.no_grad():
@@ -572,7 +574,8 @@ class DLCM(TokenLM):
         return self.cfg.boundary_predictor == "learned" and self.cfg.boundary_temperature > 0
 
     def decide(self, p: torch.Tensor, forced: torch.Tensor | None = None,
-               sample: bool | None = None, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+               sample: bool | None = None,
+               generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(b, c): boundaries (bool, b_0 = 1) and the probability of each decision taken (for the STE).
         Training with the learned router samples from the sharpened p~ (``sharpen``); otherwise b = [p >=
         tau]. ``sample`` overrides the mode's choice (the boundaries evaluation's training rule, drawn with

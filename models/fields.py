@@ -78,30 +78,32 @@ def _what(kind) -> str:
 
 
 def check_keys(cls: type, keys, name: str, where: str = "model", fixed=()) -> None:
-    """``keys`` are fields of the config class ``cls`` (of ``name`` models) that the data does not set
-    (``fixed``), every field without a default among them; else one line naming the key (and the closest
-    field and the others)."""
+    """``keys`` are fields of the config class ``cls`` (of ``name`` models; ``name`` None: of the section
+    ``where`` itself) that the data does not set (``fixed``), every field without a default among them; else
+    one line naming the key (and the closest field and the others)."""
     known = sorted({f.name for f in dataclasses.fields(cls)} - set(fixed))
     required = [f.name for f in dataclasses.fields(cls) if f.default is f.default_factory is dataclasses.MISSING]
     missing = [key for key in required if key not in keys and key not in fixed]
+    owner = f"{name} models have" if name is not None else f"the {where} section has"
     if missing:
-        raise ValueError(f"{where}.{missing[0]} is required by {name} models; set it")
+        raise ValueError(f"{where}.{missing[0]} is required" + (f" by {name} models" if name else "") + "; set it")
     for key in sorted(keys):
         if key in fixed:
             raise ValueError(f"{where}.{key} is set by the data; drop it")
         if key not in known:
             close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            raise ValueError(f"{where}.{key}: {name} models have no field {key!r}; {hint}known keys: "
+            raise ValueError(f"{where}.{key}: {owner} no field {key!r}; {hint}known keys: "
                              f"{', '.join(known)}")
 
 
-def check_fields(cfg) -> None:
-    """Every field of the config ``cfg`` holds a value of its declared type (within its choices)."""
+def check_fields(cfg, where: str = "model") -> None:
+    """Every field of the config ``cfg`` (the profile's section ``where``) holds a value of its declared type
+    (within its choices)."""
     for name, kind in declared_types(type(cfg)).items():
         value = getattr(cfg, name)
         if not _fits(value, kind):
-            raise ValueError(f"model.{name}={value!r}: use {_what(kind)}")
+            raise ValueError(f"{where}.{name}={value!r}: use {_what(kind)}")
 
 
 def check_transformer(cfg) -> None:

@@ -174,7 +174,8 @@ def init_from_pretrained(model: TokenLM, source: str) -> dict:
     try:
         config = transformers.AutoConfig.from_pretrained(folder)
     except Exception as e:  # noqa: BLE001
-        raise ReproError(f"{where}: no readable config.json ({str(e).splitlines()[0]}); give a LlamaForCausalLM folder") from None
+        raise ReproError(f"{where}: no readable config.json ({str(e).splitlines()[0]}); "
+                         "give a LlamaForCausalLM folder") from None
     if config.model_type != "llama":
         raise ReproError(f"{where}: a {config.model_type} checkpoint, not a Llama one; give a LlamaForCausalLM")
     try:

@@ -78,15 +78,16 @@ class NCMConfig(NCMTransformerFields):
     #                                     module docstring)
     alpha: float = 0.0                  # loss weights w_k = l_k^-alpha / sum_j l_j^(1-alpha) (Eq. 10; ours: 0, VAR)
     prefix_len: int = 0                 # source tokens before the target window (conditional, Sec. 3.4); 0 = none
-    cond_dropout: float = 0.1           # P(source replaced by the null condition) in training, for guidance (ours: VAR's 0.1)
+    cond_dropout: float = 0.1           # P(source replaced by the null condition) in training, for guidance (ours:
+    #                                     VAR's 0.1)
 
     def __post_init__(self):
         super().__post_init__()
         if not 0.0 <= self.perturb_rate < 1.0:
             raise ValueError(f"model.perturb_rate={self.perturb_rate} is a probability: use a value in [0, 1)")
         if not 0 <= self.prefix_len < self.seq_len:
-            raise ValueError(f"model.prefix_len={self.prefix_len} must be in [0, model.seq_len={self.seq_len}): the window "
-                             "is prefix_len source tokens followed by the tokenizer's L target tokens")
+            raise ValueError(f"model.prefix_len={self.prefix_len} must be in [0, model.seq_len={self.seq_len}): "
+                             "the window is prefix_len source tokens followed by the tokenizer's L target tokens")
         if not 0.0 <= self.cond_dropout < 1.0:
             raise ValueError(f"model.cond_dropout={self.cond_dropout} is a probability: use a value in [0, 1)")
         if not -10.0 <= self.alpha <= 10.0:
@@ -191,11 +192,12 @@ class NCM(nn.Module):
         starting point; the source prefix's parameters, which it has not, keep their initialisation."""
         final_dir = Path(final_dir)
         manifest_path = final_dir / "manifest.json"
-        upstream = json.loads(manifest_path.read_text()).get("config", {}).get("model", {}) if manifest_path.is_file() else {}
+        upstream = (json.loads(manifest_path.read_text()).get("config", {}).get("model", {})
+                    if manifest_path.is_file() else {})
         if upstream.get("arch") == "ncm":
             if upstream.get("tokenizer") != self.cfg.tokenizer:
-                raise CheckpointError(f"{final_dir}: the generator run was trained on another tokenizer than this one's "
-                                      "model.tokenizer; build on a generator of the same tokenizer run")
+                raise CheckpointError(f"{final_dir}: the generator run was trained on another tokenizer than "
+                                      "this one's model.tokenizer; build on a generator of the same tokenizer run")
             weights = final_dir / "model.safetensors"
             if not weights.is_file():
                 raise CheckpointError(f"{weights}: no generator weights; run the upstream ncm experiment first")
@@ -449,5 +451,6 @@ def ncm_flops_per_token(cfg: NCMConfig) -> float:
     heads = sum(l * v for l, v in zip(ls, t.sizes)) / N  # the code head's mean width per position
     gen = cfg.n_layer * block_flops(cfg, attended) + 6.0 * heads * cfg.d_model + 6.0 * t.d_code * cfg.d_model
     tok = (t.n_layer * block_flops(t, L) + 6.0 * t.d_model * t.d_code) / 3
-    tok += 2.0 * sum(l * v for l, v in zip(ls, t.sizes)) / L * t.d_code + (2.0 * 3 * t.d_code ** 2 * (t.K - 1) if t.phi_ratio > 0 else 0.0)
+    tok += (2.0 * sum(l * v for l, v in zip(ls, t.sizes)) / L * t.d_code
+            + (2.0 * 3 * t.d_code ** 2 * (t.K - 1) if t.phi_ratio > 0 else 0.0))
     return N / L * gen + tok

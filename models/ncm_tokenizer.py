@@ -33,7 +33,8 @@ default is VAR's (FoundationVision/VAR ``models/quant.py``, docs/sources.md, "VA
    ``nn.Embedding``). ``codebook_sizes`` gives each scale its own |V_k| (the notation allows it; the
    paper's sizes are UNKNOWN): scale k's codes can carry at most l_k ln |V_k| nats, so small coarse
    books force the coarse codes to a low entropy, and the generator's code NLL per window is bounded
-   by sum_k l_k ln |V_k| (*ours*, measured in ``docs/ncm_embedded.md``). Learned by gradient, not EMA (VAR). Dead-code restarts (*ours*: NCM and VAR say
+   by sum_k l_k ln |V_k| (*ours*, measured in ``docs/ncm_embedded.md``). Learned by gradient, not EMA (VAR). Dead-code
+   restarts (*ours*: NCM and VAR say
    nothing; the standard remedy of Jukebox's random restarts and SoundStream / EnCodec's
    ``threshold_ema_dead_code``): in training, an EMA (``dead_code_decay`` 0.99) counts each code's
    assignments per step, and before a scale is quantised every code used less than
@@ -60,8 +61,8 @@ default is VAR's (FoundationVision/VAR ``models/quant.py``, docs/sources.md, "VA
    so it learns what survives pooling to l_k vectors. ``anchored`` (*ours*): the truncated reconstruction
    through the per-scale estimator *and* the full one (all K scales) through the latent estimator, both
    decoded (one batch) and ``rec`` their mean: the truncated term rewards span means that carry the text,
-   the full term keeps z informative (alone, the per-scale estimator made z smooth and empty). With the latent estimator the gradient of a
-   sequence truncated to k scales lands on each position of z as if z were decoded whole, and the
+   the full term keeps z informative (alone, the per-scale estimator made z smooth and empty). With the latent estimator
+   the gradient of a sequence truncated to k scales lands on each position of z as if z were decoded whole, and the
    coarse scales of the embedded tokenizers carried almost no content (``docs/ncm_embedded.md``).
 
 Losses (Sec. 3.3, Eq. 9, and VAR quant.py:95-97), weighted by ``train.loss_weights``:
@@ -172,7 +173,8 @@ class NCMTokenizerConfig(NCMTransformerFields):
     vq_scales: Literal["all", "last"] = "all"  # VQ loss on zhat^(j) for all j <= k, averaged (VAR) | last: zhat^(k)
     #                                            only (Eq. 9)
     straight_through: Literal["latent", "scale", "anchored"] = "latent"  # decoder gradient to z at L (VAR) | through
-    #                                     each scale's Down_k / R_k | both: truncated per scale + full at L (ours; docstring 5.)
+    #                                     each scale's Down_k / R_k | both: truncated per scale + full at L (ours;
+    #                                     docstring 5.)
     nested_dropout: float = 1.0         # P(truncate a sequence to k ~ U{1..K} scales) (Sec. 3.3: every step)
     tie_embeddings: bool = False        # decoder head tied to the encoder's token embedding (ours: untied)
     latent_norm: bool = True            # z = LayerNorm without affine of the code projection (ours) | raw (VAR)
@@ -202,11 +204,11 @@ class NCMTokenizerConfig(NCMTransformerFields):
         if self.codebook_sizes is not None:
             vs = list(self.codebook_sizes)
             if len(vs) != self.K or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 2 for v in vs):
-                raise ValueError(f"model.codebook_sizes={vs}: give K={self.K} integers >= 2, one codebook size per scale "
-                                 "(coarse to fine), or drop it for codebook_size at every scale")
+                raise ValueError(f"model.codebook_sizes={vs}: give K={self.K} integers >= 2, one codebook size "
+                                 "per scale (coarse to fine), or drop it for codebook_size at every scale")
             if self.shared_codebook and len(set(vs)) > 1:
-                raise ValueError(f"model.codebook_sizes={vs} differ but model.shared_codebook is true (one codebook for "
-                                 "all scales); set shared_codebook: false or give one size")
+                raise ValueError(f"model.codebook_sizes={vs} differ but model.shared_codebook is true "
+                                 "(one codebook for all scales); set shared_codebook: false or give one size")
         if self.d_code < 1:
             raise ValueError(f"model.d_code={self.d_code}: the code width must be >= 1")
         if self.dec_layers is not None and self.dec_layers < 1:
@@ -313,7 +315,8 @@ class NCMTokenizer(nn.Module):
         self.encoder = nn.ModuleList(make_ncm_block(cfg) for _ in range(cfg.n_layer))
         self.enc_norm = make_norm(cfg.norm, d, cfg.norm_eps, cfg.bias)
         self.to_code = nn.Linear(d, dc, bias=cfg.bias)
-        self.codebooks = nn.ModuleList(nn.Embedding(v, dc) for v in (cfg.sizes[:1] if cfg.shared_codebook else cfg.sizes))
+        self.codebooks = nn.ModuleList(nn.Embedding(v, dc)
+                                       for v in (cfg.sizes[:1] if cfg.shared_codebook else cfg.sizes))
         self.phi_index = phi_assignment(cfg.K, cfg.phi_share)
         self.phis = nn.ModuleList(Phi(dc, cfg.phi_ratio) for _ in range(max(self.phi_index) + 1)) \
             if cfg.phi_ratio > 0 else nn.ModuleList()
@@ -556,7 +559,8 @@ def block_flops(cfg: NCMTransformerFields, attended: float) -> float:
 
 def ncm_tokenizer_flops_per_token(cfg: NCMTokenizerConfig) -> float:
     """Training FLOPs per token: encoder and decoder blocks over all L positions, the token head
-    (6 V d; both twice with ``straight_through: anchored``), the two code projections (6 x 2 d d_code), one phi conv per scale at full length
+    (6 V d; both twice with ``straight_through: anchored``), the two code projections (6 x 2 d d_code), one phi conv per
+    scale at full length
     (6 x 3 d_code^2 each) and the nearest-code distances (2 x sum_k l_k / L x |V| x d_code, forward only).
     Interpolation, pooling and the MSE terms are left out."""
     L, dc = cfg.seq_len, cfg.d_code

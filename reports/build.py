@@ -37,7 +37,8 @@ READING = [
     "Where ours is an analogue of the paper's quantity (another corpus, reduced scale, a local copy that is not the "
     "canonical set: each paper's summary and table says which), absolute values are not expected to match the "
     "paper's, so a verdict is about order, pair by pair of rows within a row group: agrees, differs or inconclusive by "
-    "a t-test of our difference at 95 % (paired on matched seeds and data order, Welch otherwise; Holm within a column; "
+    "a t-test of our difference at 95 % (paired on matched seeds and data order, Welch otherwise; "
+    "Holm within a column; "
     "one seed is never enough), or not exercised when a row's concept mechanism failed its check. A proxy orders the "
     "paper's column against a different column of ours and counts as neither agreement nor disagreement.",
     "Tables read printed → ours (mean over the seeds column's n, ± std where n > 1); ⚠ marks a printed value the "
@@ -48,7 +49,8 @@ READING = [
 
 CLAIMS_RULE = ("Claims: each written claim of a paper whose cells we run is judged on our runs: reproduced (every part "
                "significant at 95 % with the paper's sign, Holm across the claim's parts), contradicted (a part "
-               "significant with the opposite sign; a claimed tie, a == b, by any significant difference), inconclusive (with the smallest difference the design could see), "
+               "significant with the opposite sign; a claimed tie, a == b, by any significant difference), "
+               "inconclusive (with the smallest difference the design could see), "
                "mechanism not exercised (an arm's concept mechanism failed its check), or not run here; a value at "
                "reduced scale is shown, not judged.")
 
@@ -92,7 +94,8 @@ def _table_blocks(table: dict, level: int) -> list[Block]:
 def _in_words(evidence: str) -> str:
     """An audit finding's evidence without its formula (folded into audit.md, which keeps it)."""
     words = re.sub(r"^formula: `[^`]*`(; )?", "", evidence).strip()
-    return (words[0].upper() + words[1:] if words else "Recomputed with the paper's own formula") + " (formula: audit.md)."
+    return ((words[0].upper() + words[1:] if words else "Recomputed with the paper's own formula")
+            + " (formula: audit.md).")
 
 
 def _audit_blocks(audit: dict, paper: str) -> list[Block]:

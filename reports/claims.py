@@ -64,7 +64,7 @@ def forest(paper: str, records: list[dict]) -> tuple[bytes | None, str]:
         return None, f"{paper}: no ordering part was tested on our runs, so there is nothing to plot.{tied}"
     plt = pyplot()
     figure, axes = plt.subplots(figsize=(8.0, 1.4 + 0.4 * len(rows)))
-    for y, (record, part) in enumerate(reversed(rows)):
+    for y, (_record, part) in enumerate(reversed(rows)):
         unit = abs(part["paper_effect"])
         colour = {"reproduced": "C2", "contradicted": "C3"}.get(part["outcome"], "C7")
         axes.plot([part["ci_low"] / unit, part["ci_high"] / unit], [y, y], color=colour, linewidth=2)
@@ -75,7 +75,8 @@ def forest(paper: str, records: list[dict]) -> tuple[bytes | None, str]:
     labels = []
     for record, _ in rows:
         seen[record["id"]] += 1
-        labels.append(record["id"] + (f" ({seen[record['id']]}/{counts[record['id']]})" if counts[record["id"]] > 1 else ""))
+        labels.append(record["id"] + (f" ({seen[record['id']]}/{counts[record['id']]})"
+                                      if counts[record["id"]] > 1 else ""))
     labels.reverse()
     axes.set_yticks(range(len(rows)), labels, fontsize=9)
     axes.axvline(0, color="grey", linewidth=0.8)

@@ -47,7 +47,8 @@ def read_curve(path: Path, seed: int) -> Curve:
 def read_curves(runs: Path) -> dict[str, list[Curve]]:
     """experiment -> curves of its seeds, for every metrics.jsonl found."""
     curves: dict[str, list[Curve]] = {}
-    for path in [run / "train" / "metrics.jsonl" for run in run_folders(runs) if (run / "train" / "metrics.jsonl").is_file()]:
+    for path in [run / "train" / "metrics.jsonl" for run in run_folders(runs)
+                 if (run / "train" / "metrics.jsonl").is_file()]:
         seed = path.parts[-3].removeprefix("seed")
         if seed.isdigit():
             curves.setdefault(path.parts[-4], []).append(read_curve(path, int(seed)))

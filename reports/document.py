@@ -107,7 +107,8 @@ def to_markdown(blocks: list[Block]) -> str:
     lines: list[str] = []
     for block in blocks:
         if isinstance(block, Heading):
-            lines += ([f'<a id="{block.anchor}"></a>', ""] if block.anchor else []) + ["#" * block.level + " " + block.text, ""]
+            lines += (([f'<a id="{block.anchor}"></a>', ""] if block.anchor else [])
+                      + ["#" * block.level + " " + block.text, ""])
         elif isinstance(block, Paragraph):
             lines += [block.text, ""]
         elif isinstance(block, Bullets):
@@ -116,7 +117,8 @@ def to_markdown(blocks: list[Block]) -> str:
             lines += ["| " + " | ".join(map(_md_cell, block.header)) + " |", "|" + "---|" * len(block.header)]
             lines += ["| " + " | ".join(map(_md_cell, row)) + " |" for row in block.rows] + [""]
         elif isinstance(block, Contents):
-            lines += ["**Contents**", ""] + [f"{'  ' * (level - 2)}- [{text}](#{anchor})" for level, text, anchor in block.entries]
+            lines += ["**Contents**", ""] + [f"{'  ' * (level - 2)}- [{text}](#{anchor})"
+                                             for level, text, anchor in block.entries]
             lines += [""]
         else:
             lines += [f"![{block.caption}]({block.path})", "", f"*{block.caption}*", ""]

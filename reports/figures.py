@@ -39,7 +39,8 @@ def load_figure_specs(path: Path = FIGURES) -> list[dict]:
 
 
 def analogue(spec: dict, results: dict[Metric, Reproduced], current: dict | None = None) -> tuple[bytes | None, str]:
-    """One figure analogue: y (or y / x with ``per_x``) against x for each series, naming experiments without results."""
+    """One figure analogue: y (or y / x with ``per_x``) against x for each series, naming experiments without
+    results."""
     def metric(experiment: str, axis: dict) -> Reproduced | None:
         return results.get((experiment, axis["eval"], axis["key"]))
 
@@ -147,7 +148,8 @@ def numbered(results: dict[Metric, Reproduced], experiment: str, eval_name: str,
     return dict(sorted(found.items()))
 
 
-def metric_curve(spec: dict, results: dict[Metric, Reproduced], current: dict | None = None) -> tuple[bytes | None, str]:
+def metric_curve(spec: dict, results: dict[Metric, Reproduced],
+                 current: dict | None = None) -> tuple[bytes | None, str]:
     """Kind ``metric_curve``: for each series (one experiment's result of evaluation ``eval``) the
     metrics ``{y.prefix}{i}`` found in it against i (mean ± std over seeds), e.g. reconstruction
     accuracy from the first k scales against k, or against the metrics ``{x.prefix}{i}`` when x names a

@@ -27,8 +27,8 @@ START, END = "<!-- findings:start -->", "<!-- findings:end -->"
 OUTCOMES = ("agrees", "differs", "inconclusive", "not exercised")
 PROXY_NOTE = ("Proxy comparisons: the paper's column is ordered against a different quantity of ours, so they are "
               "neither agreement nor disagreement and are not counted above:")
-PROXY_LABELS = {"agrees": "Proxy, same order", "differs": "Proxy, opposite order", "inconclusive": "Proxy, inconclusive",
-                "not exercised": "Proxy, mechanism not exercised"}
+PROXY_LABELS = {"agrees": "Proxy, same order", "differs": "Proxy, opposite order",
+                "inconclusive": "Proxy, inconclusive", "not exercised": "Proxy, mechanism not exercised"}
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -154,7 +154,8 @@ HEADLINES = {"foundation": ("test PPL", "PPL ÷ oracle"),
                       "F1 (±1 token)", "choice acc"),
              "dlcm_law": ("fitted", "95 % lo", "95 % hi", "determined"),
              "dlcm_law_fit": ("R^2 fitted", "R^2 held out", "RMSE held out (nats)", "R^2 across runs (last points)",
-                              "MAE last points (nats)", "MAE held-out last points (nats)", "fitted points", "all determined")}
+                              "MAE last points (nats)", "MAE held-out last points (nats)", "fitted points",
+                              "all determined")}
 INTRO = {"foundation": "Every embedded run", "ncm": "Every embedded NCM sampler and diagnostic",
          "ncm_elbo": "The NCM generator's code NLL per window against the AR baseline's NLL per window (no sampling)",
          "ncm_conditional": "Every embedded conditional generator and diagnostic",
@@ -187,7 +188,8 @@ def findings_markdown(findings: Findings | None, tables: Path, compact: bool = F
         return (f"The tables were not built ({tables / 'index.json'} is missing): run "
                 f"`python -m tables build --out {tables}` first.\n")
     lines = (["The papers' claims judged on our runs (docs/verdicts.md):", ""] + findings.claims
-             + ["Row orderings of the tables (detail: the papers do not claim each pair):", ""] if findings.claims else [])
+             + ["Row orderings of the tables (detail: the papers do not claim each pair):", ""]
+             if findings.claims else [])
     lines += [findings.lead, ""]
     everything = findings.judged + findings.proxies
     reasons = atoms(finding.analogue for finding in everything)

@@ -106,11 +106,13 @@ def _draw(axes, panel: dict, points: list[tuple[str, list[Point]]], reading: Iso
 
 
 def iso_ppl(spec: dict, results: dict[Metric, Reproduced], curves: dict[str, list[Curve]],
-            reported: dict[tuple[str, str, str], ReportedCell], current: dict | None = None) -> tuple[bytes | None, str, Table | None]:
+            reported: dict[tuple[str, str, str], ReportedCell],
+            current: dict | None = None) -> tuple[bytes | None, str, Table | None]:
     """The panels as one figure, a caption with the ratios beside the paper's, and the table of the readings."""
     base, cand = spec["baseline"], spec["candidate"]
     missing: list[str] = []
-    figure, all_axes = pyplot().subplots(1, len(spec["panels"]), figsize=(4.2 * len(spec["panels"]), 3.6), squeeze=False)
+    figure, all_axes = pyplot().subplots(1, len(spec["panels"]), figsize=(4.2 * len(spec["panels"]), 3.6),
+                                         squeeze=False)
     rows, plotted = [], 0
     for panel, axes, letter in zip(spec["panels"], all_axes[0], "abcdefgh"):
         points = [(series["label"], _curve_points(series, panel, results, curves, missing) if panel["source"] == "curve"

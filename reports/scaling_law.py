@@ -51,13 +51,15 @@ def law_fit(spec: dict, runs: Path) -> tuple[bytes | None, str]:
     low = min(min(p["loss"], p["predicted"]) for p in points)
     high = max(max(p["loss"], p["predicted"]) for p in points)
     axes.plot([low, high], [low, high], color="0.5", linewidth=0.8)
-    axes.set(xlabel="observed validation loss (nats / token)", ylabel="Eq. 22 prediction", title=fill(spec["title"], 60))
+    axes.set(xlabel="observed validation loss (nats / token)", ylabel="Eq. 22 prediction",
+             title=fill(spec["title"], 60))
     axes.legend(fontsize=7)
     m, unsure = result.get("metrics", {}), result["details"].get("ill_determined", [])
     held = m.get("law/r2_heldout")
     caption = (f"{spec['title']}: {int(m.get('law/points') or 0)} fitted points of {int(m.get('law/runs') or 0)} runs, "
                f"R^2 {format_float(m.get('law/r2_fit'), 3) or 'n/a'}; held-out runs "
                f"{', '.join(result['details'].get('heldout_runs', [])) or 'none'}"
-               + (f", R^2 {format_float(held, 3)}, RMSE {format_float(m.get('law/rmse_heldout'), 3)} nats" if held is not None else "")
+               + (f", R^2 {format_float(held, 3)}, RMSE {format_float(m.get('law/rmse_heldout'), 3)} nats"
+                  if held is not None else "")
                + ". " + constants_sentence(m, result["details"], unsure))
     return png(figure), caption

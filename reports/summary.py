@@ -104,7 +104,8 @@ def _analogue_blocks(found: list[Comparison]) -> tuple[list[Block], bool]:
         return [Paragraph("Every comparison below is an analogue, not the paper's quantity on the paper's data ("
                           + "; ".join(parts) + "): its verdict is about the order of the rows, which the analogue "
                           "may share.")], False
-    return [Paragraph("Comparisons marked (analogue) stand in for the paper's quantity (" + "; ".join(parts) + ").")], True
+    return [Paragraph("Comparisons marked (analogue) stand in for the paper's quantity (" + "; ".join(parts)
+                      + ").")], True
 
 
 def _tally(found: list[Comparison], statuses: Counter) -> str:

@@ -21,7 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tables", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     command = commands.add_parser("build", help="check the papers' tables and merge reproduced results")
-    command.add_argument("--results", type=Path, default=Path("results/runs"), help="results/runs folder (may be missing)")
+    command.add_argument("--results", type=Path, default=Path("results/runs"),
+                         help="results/runs folder (may be missing)")
     command.add_argument("--out", type=Path, default=Path("results/tables"))
     command.add_argument("--specs", type=Path, default=SPECS, help="table specs (default: tables/specs)")
     command.add_argument("--reported", type=Path, default=REPORTED, help="reported numbers (default: tables/reported)")
@@ -30,8 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     command.add_argument("--expected", type=Path, help="each run's config hash as the profile resolves it now (the DAG "
                          "writes it): results of another config are refused")
     command.add_argument("--allow-stale", action="store_true", help="show results of another config, marked stale")
-    command.add_argument("--levels", type=Path, help="the synthetic world's levels.json (the data stage's): the bench's "
-                         "entropy by level, written beside the tables")
+    command.add_argument("--levels", type=Path, help="the synthetic world's levels.json (the data stage's): the "
+                         "bench's entropy by level, written beside the tables")
     command.add_argument("--withdraw", type=Path, action="append", default=[], help="a file made from these tables "
                          "(the report): removed when the results are refused, so no stale number stays on show")
     args = parser.parse_args(argv)
@@ -43,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             expected = json.loads(args.expected.read_text())
         except (OSError, json.JSONDecodeError) as error:
-            raise ReproError(f"--expected {args.expected}: unreadable ({error}); re-run snakemake to rewrite it") from None
+            raise ReproError(f"--expected {args.expected}: unreadable ({error}); "
+                             "re-run snakemake to rewrite it") from None
     levels = load_levels(args.levels) if args.levels is not None else None
     try:
         built = build(args.results, args.specs, args.reported, expected, args.allow_stale)

@@ -58,7 +58,8 @@ def summary(build: Build) -> dict[str, dict[str, int]]:
         hand = Counter(finding.severity for finding in build.hand if finding.paper == paper)
         counts[paper] = {"material": statuses["material"], "rounding": statuses["rounding"],
                          "consistent": statuses["consistent"], "not_checkable": statuses["not_checkable"],
-                         "hand_material": hand["material"], "hand_rounding": hand["rounding"], "hand_note": hand["note"]}
+                         "hand_material": hand["material"], "hand_rounding": hand["rounding"],
+                         "hand_note": hand["note"]}
     return counts
 
 
@@ -71,8 +72,10 @@ def audit_json(build: Build) -> dict:
 def audit_markdown(build: Build) -> str:
     data = audit_json(build)
     parts = ["# Audit of the papers' arithmetic", "", PREAMBLE, "", "## Summary", ""]
-    header = ["Paper", "material", "rounding", "consistent", "not checkable", "by hand: material", "by hand: rounding", "by hand: note"]
-    parts += [markdown_grid(header, [[paper, *map(str, counts.values())] for paper, counts in data["summary"].items()]), ""]
+    header = ["Paper", "material", "rounding", "consistent", "not checkable", "by hand: material", "by hand: rounding",
+              "by hand: note"]
+    parts += [markdown_grid(header, [[paper, *map(str, counts.values())]
+                                     for paper, counts in data["summary"].items()]), ""]
     for paper in build.paper_order():
         records = [record for record in data["findings"] if record["paper"] == paper]
         hand = [record for record in data["hand"] if record["paper"] == paper]
@@ -86,7 +89,8 @@ def audit_markdown(build: Build) -> str:
                 rows = [[r["where"] + (f": {r['claim']}" if r["claim"] else ""), r["printed"], r["recomputed"],
                          r["difference"], r["tolerance"], r["cells"], r["evidence"]] for r in flagged]
                 parts += [f"### {status.capitalize()} ({len(flagged)})", "",
-                          markdown_grid(["Where", "Printed", "Recomputed", "Δ", "Tolerance", "Cells used", "Evidence"], rows), ""]
+                          markdown_grid(["Where", "Printed", "Recomputed", "Δ", "Tolerance", "Cells used", "Evidence"],
+                                        rows), ""]
         if hand:
             rows = [[r["where"], r["claim"], r["finding"], r["status"], r["source"]] for r in hand]
             parts += [f"### Recorded by hand, not arithmetic ({len(hand)})", "",

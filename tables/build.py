@@ -67,7 +67,8 @@ class Build:
     tables: list[TableView]
     findings: list[Finding]
     hand: list[HandFinding] = field(default_factory=list)
-    profile: dict = field(default_factory=dict)   # the profile's scale and main corpus (tables/results.py::profile_facts)
+    # the profile's scale and main corpus (tables/results.py::profile_facts)
+    profile: dict = field(default_factory=dict)
     mechanisms: dict[str, Mechanism] = field(default_factory=dict)  # experiment -> its judged mechanism checks
     claims: list[ClaimVerdict] = field(default_factory=list)  # the papers' claims judged on our runs
 
@@ -133,7 +134,8 @@ class _Reproducer:
             found = next((self.results[metric] for metric in result_ref.metrics if metric in self.results
                           and spec.admits(ref[1], ref[2], self.results[metric].corpora, metric[0])), None)
             scaled = found and {seed: value * result_ref.scale for seed, value in found.per_seed.items()}
-            return True, Reproduced(scaled, found.experiments, found.corpora, found.caveats, found.orders) if scaled else None
+            return True, (Reproduced(scaled, found.experiments, found.corpora, found.caveats, found.orders)
+                          if scaled else None)
         mapped = False
         for check in self.formulas.get(ref, []):
             inputs = [self.get(input_ref) for input_ref in check.formula.refs]
@@ -143,11 +145,12 @@ class _Reproducer:
             if all(reproduced for _, reproduced in inputs):
                 seeds = set.intersection(*(set(reproduced.per_seed) for _, reproduced in inputs))
                 per_seed = {seed: float(check.formula.evaluate(
-                    {input_ref: reproduced.per_seed[seed] for input_ref, (_, reproduced) in zip(check.formula.refs, inputs)}))
+                    {input_ref: reproduced.per_seed[seed]
+                     for input_ref, (_, reproduced) in zip(check.formula.refs, inputs)}))
                     for seed in sorted(seeds)}
                 if per_seed:
-                    union = lambda field: tuple(dict.fromkeys(  # noqa: E731
-                        item for _, reproduced in inputs for item in getattr(reproduced, field)))
+                    union = lambda field: tuple(dict.fromkeys(  # noqa: E731 (called in this iteration)
+                        item for _, reproduced in inputs for item in getattr(reproduced, field)))  # noqa: B023
                     return True, Reproduced(per_seed, union("experiments"), union("corpora"), union("caveats"),
                                             common_orders(per_seed, [reproduced for _, reproduced in inputs]))
         return mapped, None
@@ -163,7 +166,8 @@ def _distances(spec: TableSpec, pairs: dict, target: float | str) -> dict:
         if isinstance(target, str):
             if row.label == target:
                 continue
-            match = next((r.id for r in spec.rows if r.group == row.group and r.label == target and r.id in pairs), None)
+            match = next((r.id for r in spec.rows if r.group == row.group and r.label == target and r.id in pairs),
+                         None)
             if match is None:
                 continue
             paper_target, ours_target = pairs[match][0], pairs[match][1]
@@ -224,7 +228,8 @@ def order_text(order: ColumnOrder, row: str, spec: TableSpec) -> str:
     pairs = [pair for pair in order.pairs if row in (pair.a, pair.b)]
     parts = []
     for outcome in OUTCOMES:
-        others = [spec.row_by_id[pair.b if pair.a == row else pair.a].label + (f" ({pair.reason})" if pair.reason else "")
+        others = [spec.row_by_id[pair.b if pair.a == row else pair.a].label
+                  + (f" ({pair.reason})" if pair.reason else "")
                   for pair in pairs if pair.outcome == outcome]
         if others:
             parts.append(f"{outcome} vs {', '.join(others)}")
@@ -339,6 +344,6 @@ def build(results_root: Path, specs_root: Path = SPECS, reported_root: Path = RE
         if paper:
             judge = ClaimJudge(paper_specs, paper, reproducer.get, reproducer.result_refs,
                                _resolver(paper_specs, "", "", "", "cell"), mechanisms, facts["scale"],
-                               lambda ref, ours: reproducer.flag(paper_specs[ref[0]], ref[1], ref[2], ours))
+                               lambda ref, ours: reproducer.flag(paper_specs[ref[0]], ref[1], ref[2], ours))  # noqa: B023
             outcome.claims += [verdict for check in claims if (verdict := judge.judge(check, claim_id(check)))]
     return outcome

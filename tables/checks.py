@@ -89,7 +89,8 @@ def _resolver(specs: dict[str, TableSpec], table: str, row: str, column: str, sc
         if isinstance(node, ast.Call):
             args = [arg.value for arg in node.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
             if len(args) != len(node.args) or len(args) not in (2, 3) or (len(args) == 2 and spec is None):
-                raise ExpressionError("cell() takes quoted ids: cell('row', 'column') or cell('table', 'row', 'column')")
+                raise ExpressionError("cell() takes quoted ids: cell('row', 'column') or "
+                                      "cell('table', 'row', 'column')")
             return exists((table, *args) if len(args) == 2 else tuple(args))
         if isinstance(node, ast.Attribute) and scope == "column" and getattr(node.value, "id", "") == "baseline":
             baseline = spec.baseline_of(row)
@@ -129,7 +130,8 @@ def table_checks(specs: dict[str, TableSpec], paper: Paper | None) -> list[Check
                  for column in spec.columns if column.formula for row in spec.rows]
         rules += [(row.formula, row.alternatives, "row", row.id, column.id, f"rows.{row.id}.formula")
                   for row in spec.rows if row.formula for column in spec.columns]
-        rules += [(check.formula, check.alternatives, "cell", check.row, check.column, f"checks.{check.row}.{check.column}")
+        rules += [(check.formula, check.alternatives, "cell", check.row, check.column,
+                   f"checks.{check.row}.{check.column}")
                   for check in spec.checks]
         for text, alternatives, scope, row, column, field_name in rules:
             if spec.cell_type(row, column) == "text":
@@ -143,7 +145,8 @@ def table_checks(specs: dict[str, TableSpec], paper: Paper | None) -> list[Check
                 continue
             target = (spec.table, row, column)
             reported = paper.cells.get(target) if paper else None
-            checks.append(Check(spec.paper, cell_label(specs, target), formula, f"{display_path(spec.path)}: {field_name}",
+            checks.append(Check(spec.paper, cell_label(specs, target), formula,
+                                f"{display_path(spec.path)}: {field_name}",
                                 target, reported.printed if reported else None, others))
     return checks
 
@@ -169,7 +172,8 @@ def load_claims(specs: dict[str, TableSpec], paper: Paper) -> tuple[list[Check],
         checks.append(Check(
             paper.paper, claim["where"], _expression(claim["formula"], resolve, path, f"{position}.formula"),
             f"{display_path(path)}: {claim['id']}", None, printed,
-            {name: _expression(text, resolve, path, f"{position}.alternatives") for name, text in claim.get("alternatives", {}).items()},
+            {name: _expression(text, resolve, path, f"{position}.alternatives")
+             for name, text in claim.get("alternatives", {}).items()},
             claim["text"], claim.get("note", ""), claim.get("severity", "material"), claim.get("input_rounding", 0.0)))
     return checks, hand
 

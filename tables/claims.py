@@ -20,7 +20,8 @@ says what the claim asserts, and the same formula is evaluated on our reproduced
   quantity).
 
 A claim is *reproduced* when every part run here is significant with the paper's sign, *contradicted*
-when a part is significant with the opposite sign (a tie: significant at all), *mechanism not exercised* when a part involves an
+when a part is significant with the opposite sign (a tie: significant at all), *mechanism not exercised* when a
+part involves an
 arm whose concept mechanism failed its check (``tables/mechanisms.py``), *inconclusive* otherwise (with
 the smallest difference the design could see beside the paper's effect), and *not run here* when no
 run of this profile fills its cells.  Claims that cite no cell (the paper's own arithmetic on
@@ -259,8 +260,9 @@ def _split(node: ast.AST, printed: float | None) -> list[tuple[ast.AST, ast.AST,
         if sign and _is_call(left, "min" if sign > 0 else "max"):   # min(a, b) > c: a > c and b > c
             return [(arg, right, sign) for arg in left.args]
         return [(left, right, sign)]
+    # a difference of cells (printed 0: a tie); 100 - x is a value
     if (printed is not None and isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub)
-            and _cites(node.left) and _cites(node.right)):  # a difference of cells (printed 0: a tie); 100 - x is a value
+            and _cites(node.left) and _cites(node.right)):
         return [(node.left, node.right, (printed > 0) - (printed < 0))]
     return None
 
@@ -337,7 +339,8 @@ class ClaimJudge:
         seeds = sorted(set.intersection(*(set(r.per_seed) for r in found.values())))
         if not seeds:
             return Side(self.words(node), paper, None, tuple(refs))
-        per_seed = {seed: float(expression.evaluate({ref: r.per_seed[seed] for ref, r in found.items()})) for seed in seeds}
+        per_seed = {seed: float(expression.evaluate({ref: r.per_seed[seed] for ref, r in found.items()}))
+                    for seed in seeds}
         if not all(math.isfinite(value) for value in per_seed.values()):  # our values make it undefined (x / 0)
             return Side(self.words(node), paper, None, (), flags=("our values make the formula undefined",))
         orders = common_orders(seeds, found.values())
@@ -358,7 +361,8 @@ class ClaimJudge:
     def _idle(self, sides: list[Side]) -> str:
         """Why a part is not judged: an arm's mechanism not exercised, a cell out of its range."""
         experiments = tuple(e for side in sides for e in side.experiments)
-        return "; ".join(filter(None, [unexercised(self.mechanisms, experiments), *(f for s in sides for f in s.flags)]))
+        return "; ".join(filter(None, [unexercised(self.mechanisms, experiments),
+                                       *(f for s in sides for f in s.flags)]))
 
     def judge(self, check: Check, claim_id: str) -> ClaimVerdict | None:
         if not check.formula.refs:

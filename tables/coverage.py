@@ -39,7 +39,8 @@ class Coverage:
             return "no experiment is mapped to it"
         if _runs(self.current, refs):
             uncopied = sorted({task for ref in refs for experiment in ref.experiments
-                               if (task := ref.key.split("/", 1)[0]) in self.unavailable.get((experiment, ref.eval), ())})
+                               if (task := ref.key.split("/", 1)[0])
+                               in self.unavailable.get((experiment, ref.eval), ())})
             if uncopied:
                 return f"no local copy of {', '.join(uncopied)} in the profile's local_tasks"
             if any((experiment, ref.eval) in self.measured for ref in refs for experiment in ref.experiments):

@@ -104,7 +104,8 @@ class Expression:
             return _BINARY[type(node.op)](left, right)
         if isinstance(node, ast.UnaryOp):
             operand = self._eval(node.operand, values)
-            return not operand if isinstance(node.op, ast.Not) else (-operand if isinstance(node.op, ast.USub) else operand)
+            return (not operand if isinstance(node.op, ast.Not)
+                    else (-operand if isinstance(node.op, ast.USub) else operand))
         if isinstance(node, ast.Compare):
             left, result = self._eval(node.left, values), True
             for op, right_node in zip(node.ops, node.comparators):

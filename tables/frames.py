@@ -2,7 +2,8 @@
 
     import tables
     cells = tables.load("results")             # every cell of every paper table
-    pairs = tables.load("results", "pairs")    # every compared pair of rows: d, its 95 % interval, the test, the verdict
+    pairs = tables.load("results", "pairs")    # every compared pair of rows: d, its 95 % interval, the test,
+                                               # the verdict
     claims = tables.load("results", "claims")  # every written claim and each of its parts, with the verdict
 
 The frames are read from what the DAG's ``tables`` job wrote (``results/tables/<paper>/<table>.json`` and

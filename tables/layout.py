@@ -80,7 +80,8 @@ def _missing_rows(table: TableView, rows: list[Axis], coverage: Coverage) -> lis
     for row in rows:
         where = coverage.where(_refs(table, [row], table.spec.columns))
         by_place.setdefault((row.group, where), []).append(row.label)
-    return [f"{group + ' · ' if group else ''}{', '.join(labels)}: {where}" for (group, where), labels in by_place.items()]
+    return [f"{group + ' · ' if group else ''}{', '.join(labels)}: {where}"
+            for (group, where), labels in by_place.items()]
 
 
 def layout(table: TableView, coverage: Coverage) -> Layout:
@@ -105,7 +106,8 @@ def layout(table: TableView, coverage: Coverage) -> Layout:
     analogue = dict.fromkeys(reason for row in rows for column in shown
                              for reason in table.cells[row.id, column.id].analogue.split("; ") if reason)
     if analogue:
-        collapsed.append("Ours is an analogue of the paper's numbers, not a reproduction of them: " + "; ".join(analogue))
+        collapsed.append("Ours is an analogue of the paper's numbers, not a reproduction of them: "
+                         + "; ".join(analogue))
     left_out = [column for column in spec.columns if column not in columns and not column.synthetic_only
                 and _refs(table, rows, [column])]
     if left_out:

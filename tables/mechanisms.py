@@ -149,7 +149,8 @@ def judge(experiment: str, declared: list[dict], results: dict[Metric, Reproduce
     return Mechanism(experiment, tuple(verdicts), spread, n)
 
 
-def load_mechanisms(root: Path, results: dict[Metric, Reproduced], noise_floor: float | None = None) -> dict[str, Mechanism]:
+def load_mechanisms(root: Path, results: dict[Metric, Reproduced],
+                    noise_floor: float | None = None) -> dict[str, Mechanism]:
     """experiment -> its judged mechanism checks, for every experiment with a ``mechanisms`` result and every
     concept-model experiment without one (not checked: its verdicts are not shown as the mechanism's)."""
     floor = NOISE_FLOOR if noise_floor is None else noise_floor
@@ -160,7 +161,8 @@ def load_mechanisms(root: Path, results: dict[Metric, Reproduced], noise_floor: 
 
 
 def unexercised(mechanisms: dict[str, Mechanism], experiments: tuple[str, ...]) -> str:
-    """Why any of ``experiments`` is not shown to exercise its mechanism ("" when all are, or none is a concept model)."""
+    """Why any of ``experiments`` is not shown to exercise its mechanism ("" when all are, or none is a
+    concept model)."""
     reasons = [f"{experiment}: {mechanisms[experiment].reason}" for experiment in dict.fromkeys(experiments)
                if experiment in mechanisms and not mechanisms[experiment].exercised]
     return "; ".join(reasons)

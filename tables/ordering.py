@@ -248,5 +248,6 @@ def compare_order(column: str, pairs: dict[str, tuple[float, Estimate | float | 
     verdicts = [PairVerdict(a, b, groups.get(a) if groups else None, (pairs[a][0], pairs[b][0]), (ours[a], ours[b]),
                             proxy is not None, test, adjusted.get(k), max(1, len(tested)), why)
                 for k, (a, b, why, test) in enumerate(drafts)]
-    tau = kendall_tau_b([pairs[row][0] for row in everyone], [ours[row].mean for row in everyone], same) if same else None
+    tau = (kendall_tau_b([pairs[row][0] for row in everyone], [ours[row].mean for row in everyone], same)
+           if same else None)
     return ColumnOrder(column, rows, tau, verdicts, proxy)

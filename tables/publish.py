@@ -82,9 +82,10 @@ def _claim_counts(records: list[dict]) -> dict[str, int]:
     return dict(counts)
 
 
-def write_tables(build: Build, out: Path, coverage: Coverage = Coverage(), levels: dict | None = None) -> dict:
+def write_tables(build: Build, out: Path, coverage: Coverage | None = None, levels: dict | None = None) -> dict:
     """Render and write everything; return the index. ``coverage`` names the profiles that fill what
     this one does not reproduce; ``levels`` is the synthetic world's entropy by level (``tables.levels``)."""
+    coverage = Coverage() if coverage is None else coverage
     entries = []
     for view in build.tables:
         stem = out / view.spec.paper / view.spec.table

@@ -18,7 +18,8 @@ from .ordering import RULE, ColumnOrder, PairVerdict
 MISSING = "—"
 MARKS = {"material": "⚠", "rounding": "‡"}
 LEGEND = ("— not recovered from the paper (tables/MISSING.md says where to find it); n/a: printed as a dash; "
-          "⚠ material and ‡ rounding-level mismatch, with the recomputed value in brackets (audit.md has the evidence).")
+          "⚠ material and ‡ rounding-level mismatch, with the recomputed value in brackets "
+          "(audit.md has the evidence).")
 ORDER_RULE = "Pairs of rows: " + RULE
 CELL_HEADER = ["Row", "Column", "Reported", "Recomputed", "Check", "Reproduced", "Δ", "Verdict"]
 RECORD_FIELDS = ["paper", "table", "row", "row_label", "column", "column_label", "reported", "decimals", "unit",
@@ -148,7 +149,8 @@ def order_lines(view: TableView) -> list[str]:
                  "a proxy: neither agreement nor disagreement" if order.proxy else "",
                  f"ours is an analogue ({analogue})" if (analogue := analogue_of(view, order.proxy or order.column,
                                                                                   order.rows)) else ""]
-        lines.append(f"{column_title(view, order)}: {order.verdict} (pairs); Kendall τ = {tau} over {len(order.rows)} rows"
+        lines.append(f"{column_title(view, order)}: {order.verdict} (pairs); Kendall τ = {tau} "
+                     f"over {len(order.rows)} rows"
                      + "".join(f"; {note}" for note in notes if note))
     return lines
 
@@ -164,7 +166,8 @@ def _test_fields(pair: PairVerdict) -> dict:
         return {"test": "", "ci": "", "p": None, "p_adjusted": None, "ci_low": None, "ci_high": None, "mde": None,
                 "df": None, "correlation": None, "family": pair.family}
     low, high = test.interval()
-    return {"test": test.kind, "ci": f"[{format_float(low)}, {format_float(high)}]", "p": test.p, "p_adjusted": pair.p_adjusted, "ci_low": low, "ci_high": high,
+    return {"test": test.kind, "ci": f"[{format_float(low)}, {format_float(high)}]", "p": test.p,
+            "p_adjusted": pair.p_adjusted, "ci_low": low, "ci_high": high,
             "mde": pair.mde, "df": test.df, "correlation": test.correlation, "family": pair.family}
 
 
@@ -243,7 +246,8 @@ def table_markdown(view: TableView) -> str:
         parts += ["## Reported, recomputed and reproduced", "", markdown_grid(header, rows), ""]
     lines = order_lines(view)
     if lines:
-        parts += ["## Ordering (reproduced against reported)", "", ORDER_RULE, ""] + [f"- {line}" for line in lines] + [""]
+        parts += (["## Ordering (reproduced against reported)", "", ORDER_RULE, ""]
+                  + [f"- {line}" for line in lines] + [""])
         parts += [markdown_grid(*pair_grid(view)), ""]
     return "\n".join(parts)
 

@@ -102,7 +102,8 @@ def load_paper(folder: Path, specs: dict[str, TableSpec]) -> Paper:
     cells: dict[tuple[str, str, str], ReportedCell] = {}
     for path in sorted(folder.glob("*.csv")):
         if path.stem not in specs:
-            raise DataError(path, None, "table", f"unknown table '{path.stem}': no spec tables/specs/{folder.name}/{path.stem}.yaml")
+            raise DataError(path, None, "table",
+                            f"unknown table '{path.stem}': no spec tables/specs/{folder.name}/{path.stem}.yaml")
         with path.open(newline="") as handle:
             reader = csv.DictReader(handle)
             if reader.fieldnames != FIELDS:

@@ -57,7 +57,8 @@ PAIR_TASKS = {"translate": "synthetic translation pairs", "summary": "synthetic 
 
 def corpus_label(corpus: dict) -> str:
     """What a run was trained on, as the tables name it (a run config's ``corpus``): the synthetic world,
-    a Hugging Face corpus's name (openwebtext, lm1b, ...; pile-uncopyrighted for ``pile``), a local corpus's ``name`` (default: its train
+    a Hugging Face corpus's name (openwebtext, lm1b, ...; pile-uncopyrighted for ``pile``), a local corpus's ``name``
+    (default: its train
     file's stem), a pair task (xsum, wmt14_deen; the world's pairs) or generated Sudoku puzzles."""
     source = corpus.get("source")
     if source == "hf":  # the Pile is no longer distributed: its uncopyrighted part stands in (corpora/sources.py)
@@ -91,7 +92,8 @@ def profile_facts(root: Path) -> dict:
     try:
         facts = json.loads(index.read_text()).get("profile", {}) if index.is_file() else {}
     except (json.JSONDecodeError, AttributeError) as error:
-        raise DataError(index, None, "profile", f"unreadable run index ({error}); re-run snakemake to rewrite it") from None
+        raise DataError(index, None, "profile",
+                        f"unreadable run index ({error}); re-run snakemake to rewrite it") from None
     return {"scale": "reduced", "corpus": None, **facts}
 
 
@@ -146,7 +148,8 @@ def first_seed_result(root: Path, experiment: str, eval_name: str) -> Path | Non
     for run, evals in listed_runs(root).items():
         path = run / "eval" / f"{eval_name}.json"
         seed = run.name.removeprefix("seed")
-        if run.parent.name == experiment and path.is_file() and seed.isdigit() and (evals is None or eval_name in evals):
+        if (run.parent.name == experiment and path.is_file() and seed.isdigit()
+                and (evals is None or eval_name in evals)):
             by_seed[int(seed)] = path
     return by_seed[min(by_seed)] if by_seed else None
 
@@ -162,7 +165,8 @@ def listed_runs(root: Path, existing: bool = True) -> dict[Path, list[str] | Non
         listed = json.loads(index.read_text())["runs"]
         runs = listed if isinstance(listed, dict) else dict.fromkeys(listed)
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
-        raise DataError(index, None, "runs", f"unreadable run index ({error}); re-run snakemake to rewrite it") from None
+        raise DataError(index, None, "runs",
+                        f"unreadable run index ({error}); re-run snakemake to rewrite it") from None
     return {root / run: evals for run, evals in runs.items() if not existing or (root / run).is_dir()}
 
 
@@ -243,7 +247,8 @@ def check_fresh(root: Path, expected: dict[str, dict] | None, allow_stale: bool 
     if stale and not allow_stale:
         texts, first = list(stale.values()), root / next(iter(stale))
         raise StaleResultsError(
-            f"{len(texts)} run(s) hold results of another config or other files than the profile's: {'; '.join(texts[:3])}"
+            f"{len(texts)} run(s) hold results of another config or other files than the profile's: "
+            f"{'; '.join(texts[:3])}"
             + (f"; and {len(texts) - 3} more" if len(texts) > 3 else "")
             + f"; re-run them (snakemake --forcerun {first}/config.json, or delete the run folder), or build the "
             "tables with --allow-stale to show them marked stale")

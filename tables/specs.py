@@ -33,7 +33,8 @@ class Axis:
     note: str = ""
     corpus: str | None = None      # what the paper trained this row / column on (the table's when absent)
     synthetic_only: bool = False   # columns: a quantity of the synthetic world alone (the oracle, its tasks)
-    closer_to: float | str | None = None  # columns: better is closer to this number, or to the row of this label in the group
+    # columns: better is closer to this number, or to the row of this label in the group
+    closer_to: float | str | None = None
     fixed: bool = False            # columns: fixed by the design (NFE, parameter counts): shown, never judged
     range: dict = field(default_factory=dict)  # columns: {min, max (a number or a metric key of the cell's eval), why}
 

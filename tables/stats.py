@@ -66,7 +66,8 @@ class Test:
             return (critical + _t(power, self.df)) * self.se
 
         def shortfall(delta: float) -> float:
-            upper, lower = float(stats.nct.sf(critical, self.df, delta)), float(stats.nct.cdf(-critical, self.df, delta))
+            upper, lower = (float(stats.nct.sf(critical, self.df, delta)),
+                            float(stats.nct.cdf(-critical, self.df, delta)))
             upper = 1.0 if math.isnan(upper) else upper  # far out in the noncentral tail
             return upper + (0.0 if math.isnan(lower) else lower) - power
 
@@ -102,7 +103,8 @@ def paired(a: Sequence[float], b: Sequence[float]) -> Test:
     se = stdev(diffs) / math.sqrt(n)
     d = fmean(diffs)
     sa, sb = stdev(a), stdev(b)
-    corr = (sum((x - fmean(a)) * (y - fmean(b)) for x, y in zip(a, b)) / ((n - 1) * sa * sb)) if sa > 0 and sb > 0 else None
+    corr = ((sum((x - fmean(a)) * (y - fmean(b)) for x, y in zip(a, b)) / ((n - 1) * sa * sb))
+            if sa > 0 and sb > 0 else None)
     return Test(d, se, n - 1.0, _p(d, se, n - 1.0), True, (n, n), corr)
 
 

@@ -94,7 +94,8 @@ def test_the_cost_model_says_what_the_target_takes():
     res = lambda tn, ta: {"batch": 1, "arms": {"ncm": {"median_s": tn}, "ar": {"median_s": ta}}}  # noqa: E731
     m = ncm_sampling.cost_model(cost, res(21.5e-3, 84.5e-3))
     assert m["need"] == "faster_flops" and m["per_block_call_s"] == pytest.approx(0.160e-3, abs=1e-6)
-    assert m["per_mflop_s"] == pytest.approx(0.0345e-3, abs=1e-6) and m["compute_speedup_needed"] == pytest.approx(5.9, abs=0.1)
+    assert (m["per_mflop_s"] == pytest.approx(0.0345e-3, abs=1e-6)
+            and m["compute_speedup_needed"] == pytest.approx(5.9, abs=0.1))
     assert ncm_sampling.cost_model(cost, res(10e-3, 84.5e-3))["need"] == "met"
     # more block calls than AR's / 8: o 0.16 ms, c 1 ms per MFLOP, NCM's 100 block calls alone over AR's time / 8
     many = {"ncm": {"block_calls": 100, "flops": 1e6}, "ar": {"block_calls": 508, "flops": 2e6}}

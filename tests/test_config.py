@@ -73,7 +73,8 @@ def test_fillers_run_in_small_and_diagnostics_in_their_opt_in_profile():
                                                 "dlcm_s_xrope", "dlcm_s_xrope_zp", "dlcm_s_1200", "dlcm_s_xrope_1200",
                                                 "ncm_tok_s800", "ncm_tok_s1600", "ncm_tok_s3200", "ncm_s_t800",
                                                 "ncm_s_t1600", "ncm_s_t3200", "ncm_s_t3200_g1000", "ncm_s_t3200_g2000",
-                                                "ncm_anchor_tok_s", "ncm_anchor_tok_s_nd1", "ncm_anchor_s", "ncm_anchor_s_nd1",
+                                                "ncm_anchor_tok_s", "ncm_anchor_tok_s_nd1",
+                                                "ncm_anchor_s", "ncm_anchor_s_nd1",
                                                 "ncm_tok_s_exp512", "ncm_s_exp512"}
     curve = {e: diagnostics[e] for e in diagnostics if e.startswith(("ncm_tok_s", "ncm_s_t"))}
     assert [curve[f"ncm_tok_s{n}"]["train"]["steps"] for n in (800, 1600, 3200)] == [800, 1600, 3200]
@@ -94,7 +95,8 @@ def test_fillers_run_in_small_and_diagnostics_in_their_opt_in_profile():
     # (ContextLM: the base of its fusion diagnostic)
     assert [diagnostics[f"dlcm_s_window{w}"]["model"]["token_window"] for w in (8, 1)] == [8, 1]
     xrope, forced = diagnostics["dlcm_s_xrope"]["model"], diagnostics["dlcm_s_xrope_zp"]["model"]
-    assert (xrope["cross_positions"], forced["cross_positions"], forced["decoder_skip"]) == ("rotary", "rotary", "zero_proj")
+    assert (xrope["cross_positions"], forced["cross_positions"], forced["decoder_skip"]) == \
+        ("rotary", "rotary", "zero_proj")
     assert {**xrope, "cross_positions": None} == {**embedded["dlcm_s"]["model"], "cross_positions": None}
     assert diagnostics["base_gpt2_s_tied"]["model"]["tie_embeddings"] is True
     assert diagnostics["conceptlm_gpt2_s_add"]["train"] == embedded["conceptlm_gpt2_s"]["train"]  # same budget
@@ -225,7 +227,8 @@ def test_eval_settings_are_outside_every_training_hash(profile):
     """eval.batch_size (lm-eval's batch, handed to the harness jobs) re-trains nothing when edited."""
     from common.io import config_hash
 
-    hashes = lambda: {(e, s): config_hash(run_config(profile, e, s)) for e, x in resolve(profile).items() for s in x["seeds"]}
+    hashes = lambda: {(e, s): config_hash(run_config(profile, e, s))
+                      for e, x in resolve(profile).items() for s in x["seeds"]}
     before = hashes()
     profile["defaults"]["eval"]["batch_size"] = 3
     _entry(profile, "base_gpt2_s")["overrides"] = {"eval.batch_size": 5}
@@ -281,9 +284,11 @@ def test_a_new_corpus_or_tokenizer_replaces_the_old_one_whole():
 def test_small_profile_keeps_the_grid_at_its_own_sizes():
     from workflows.experiments import load_profile
 
-    embedded, small = resolve(load_profile(ROOT / "config" / "default.yaml")), resolve(load_profile(ROOT / "config" / "small.yaml"))
+    embedded, small = (resolve(load_profile(ROOT / "config" / "default.yaml")),
+                       resolve(load_profile(ROOT / "config" / "small.yaml")))
     assert set(small) > set(embedded)  # same ids: the same table specs and figures read both
-    assert {"pm_gpt2_m", "contextlm_pythia_m", "pm_pythia_s_plus10", "conceptlm_gpt2_m_l1"} <= set(small) - set(embedded)
+    assert {"pm_gpt2_m", "contextlm_pythia_m", "pm_pythia_s_plus10", "conceptlm_gpt2_m_l1"} <= \
+        set(small) - set(embedded)
     assert all("embedded" not in e["evals"] for e in small.values())
     assert small["pm_pythia_s_plus10"]["model"]["n_layer"] == small["base_pythia_s"]["model"]["n_layer"] + 10 == 18
     s = small["conceptlm_pythia_s"]["model"]
@@ -298,7 +303,8 @@ def test_profile_file_problems_are_one_line_naming_the_file(tmp_path, capsys):
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("profile: x\ncorpus: {source: synthetic\ntokenizer: {}\n")
-    cases = {bad: "bad.yaml: not valid YAML (line 3, column 10", tmp_path / "missing.yaml": "missing.yaml: no such profile",
+    cases = {bad: "bad.yaml: not valid YAML (line 3, column 10",
+             tmp_path / "missing.yaml": "missing.yaml: no such profile",
              tmp_path / "empty.yaml": "empty.yaml: the profile is empty"}
     (tmp_path / "empty.yaml").write_text("{}\n")
     for path, needle in cases.items():
@@ -331,7 +337,8 @@ def test_snakemake_config_errors_name_the_profile_file(tmp_path):
 def test_loss_weight_keys_must_name_a_loss_of_the_model(profile):
     """A typo (ncpp) would silently leave ncp at weight 1; a loss the model does not compute is refused."""
     _entry(profile, "conceptlm_pythia_s")["overrides"]["train.loss_weights"] = {"ntp": 1.0, "ncpp": 0.5}
-    assert "train.loss_weights.ncpp: conceptlm_pythia has no loss 'ncpp'; its losses are ntp, ncp, vq" in _error(profile)
+    assert ("train.loss_weights.ncpp: conceptlm_pythia has no loss 'ncpp'; its losses are ntp, ncp, vq"
+            in _error(profile))
     _entry(profile, "conceptlm_pythia_s")["overrides"]["train.loss_weights"] = {"vq": 0.5}
     validate(profile)
     profile["defaults"]["train"]["loss_weights"] = {"ntp": 1.0, "vq": 1.0}  # Base has no VQ loss
@@ -362,7 +369,8 @@ def test_a_child_profile_replaces_a_laws_grid_and_merges_only_top_level_experime
     child = tmp_path / "child.yaml"
     child.write_text(yaml.safe_dump({
         "extends": str(ROOT / "config" / "default.yaml"), "profile": "child",
-        "experiments": [{"id": "dlcm_law_xxs_p2_r2", "base": "dlcm_law_xxs_p2_r4", "overrides": {"model.target_ratio": 2}}],
+        "experiments": [{"id": "dlcm_law_xxs_p2_r2", "base": "dlcm_law_xxs_p2_r4",
+                         "overrides": {"model.target_ratio": 2}}],
         "scaling_laws": {"dlcm_law": {"experiments": ["dlcm_law_*"], "holdout": ["dlcm_law_xs_p3_r4"]}}}))
     config = load_profile(child)
     law = config["scaling_laws"]["dlcm_law"]
@@ -387,4 +395,5 @@ def test_local_tasks_are_checked_with_the_profile(profile, tmp_path):
     manifest.write_text(yaml.safe_dump({"root": str(tmp_path), "tasks": {"piqa": "piqa.jsonl"}}))
     validate(profile, "p.yaml")
     _entry(profile, "base_gpt2_s")["evals"] = ["ppl", "lm_ppl"]
-    assert "evals lm_ppl runs wikitext, lambada_openai, lambada_standard, none of which has a local copy" in _error(profile)
+    assert ("evals lm_ppl runs wikitext, lambada_openai, lambada_standard, none of which has a local copy"
+            in _error(profile))

@@ -40,7 +40,8 @@ def test_upstream_fills_the_generator_tokenizer_and_is_in_the_run_config(profile
     assert "ncm_blockcausal_s" not in exps  # a one-seed filler: config/small.yaml only
     run = run_config(profile, "ncm_s", 0)
     assert run["upstream"] == {"experiment": "ncm_tok_s", "seed": 0}
-    assert run["model"]["tokenizer"]["n_scales"] == 12 and run["model"]["tokenizer"]["d_code"] == 32  # defaults explicit
+    # defaults explicit
+    assert run["model"]["tokenizer"]["n_scales"] == 12 and run["model"]["tokenizer"]["d_code"] == 32
     # a change of the tokenizer's settings changes the generator's run config (its hash: Snakemake re-runs it)
     _entry(profile, "ncm_tok_s")["overrides"]["model.codebook_size"] = 256
     assert run_config(profile, "ncm_s", 0)["model"]["tokenizer"]["codebook_size"] == 256
@@ -93,7 +94,8 @@ def test_bad_ncm_settings_are_one_line_errors(profile, change, expected):
 
 def test_genppl_settings_fill_defaults(profile):
     s = genppl_settings(profile)
-    assert s["judges"] == ["judge_gpt2_ncm"] and s["samples"] == 64 and s["top_p"] is None and s["judge_batch_size"] == 8
+    assert (s["judges"] == ["judge_gpt2_ncm"] and s["samples"] == 64 and s["top_p"] is None
+            and s["judge_batch_size"] == 8)
 
 
 def test_diagnostic_variants_validate(profile):
@@ -120,7 +122,8 @@ def test_sweeps_fill_placeholders_in_upstream(profile):
         {"id": "gen_k{model.alpha}", "base": "ncm_s", "upstream": "tok_k{model.alpha}",
          "sweep": {"model.alpha": [6, 8]}, "evals": ["genppl"]}]
     exps = resolve(validate(profile, "p.yaml"))
-    assert exps["gen_k8"]["upstream"]["experiment"] == "tok_k8" and exps["gen_k8"]["model"]["tokenizer"]["n_scales"] == 8
+    assert (exps["gen_k8"]["upstream"]["experiment"] == "tok_k8"
+            and exps["gen_k8"]["model"]["tokenizer"]["n_scales"] == 8)
 
 
 def test_hub_judges_need_no_experiment(profile):
@@ -149,4 +152,5 @@ def test_a_missing_relative_folder_is_named_in_the_hub_names_refusal(tmp_path, m
     (tmp_path / "models").mkdir()
     assert not looks_like_folder("models/judge") and looks_like_folder("./models/judge")
     config, why = config_of("models/judge")
-    assert config is None and why.endswith("(models/ is a folder here: if you meant a folder, models/judge does not exist)")
+    assert (config is None
+            and why.endswith("(models/ is a folder here: if you meant a folder, models/judge does not exist)"))

@@ -40,7 +40,8 @@ DISTRIBUTION = {
     "yaml": "pyyaml",
 }
 # declared, used, never imported
-NOT_IMPORTED = {"pytest-xdist": "the Makefile's `pytest -n $(CORES)`", "ruff": "`make lint` and tests/test_lint.py run its command line"}
+NOT_IMPORTED = {"pytest-xdist": "the Makefile's `pytest -n $(CORES)`",
+                "ruff": "`make lint` and tests/test_lint.py run its command line"}
 # never scanned: environments, outputs, caches
 SKIP_DIRS = {"results", "build", "__pycache__", "node_modules"}
 REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[([^\]]*)\])?\s*>=\s*([0-9][^,;\s]*)$")
@@ -85,7 +86,8 @@ def declared(pyproject: str) -> dict[str, dict]:
             assert match, f"pyproject.toml: {requirement!r} is not NAME[extras]>=FLOOR"
             name, extras, floor = match.groups()
             assert canonical(name) not in out, f"pyproject.toml: {name} declared twice"
-            out[canonical(name)] = {"floor": floor, "extras": [e.strip() for e in (extras or "").split(",") if e.strip()],
+            out[canonical(name)] = {"floor": floor,
+                                    "extras": [e.strip() for e in (extras or "").split(",") if e.strip()],
                                     "group": group}
     return out
 
@@ -159,7 +161,8 @@ def import_problems(by_file: dict[str, set[str]], floors: dict[str, dict], local
             elif floors[dist]["group"] != "project" and not is_test:
                 problems.append(f"{file}: imports {name} ({dist}), declared only in the {floors[dist]['group']} extra")
     for dist in sorted(set(floors) - used - set(NOT_IMPORTED)):
-        problems.append(f"{dist}: declared in pyproject.toml but imported nowhere (remove it, or say why in NOT_IMPORTED)")
+        problems.append(f"{dist}: declared in pyproject.toml but imported nowhere "
+                        "(remove it, or say why in NOT_IMPORTED)")
     return problems
 
 

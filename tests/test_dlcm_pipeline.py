@@ -35,7 +35,8 @@ def dlcm_profile() -> dict:
     config["experiments"] = [
         {"id": "base_s", "evals": ["ppl"]},  # a ConceptLM row: not in `snakemake dlcm`
         # DLCM Table 4's two rows (global and per-sequence parser): their verdict is gated by the mechanism checks
-        {"id": "dlcm_s", **dlcm, "overrides": {"model.arch": "dlcm_gpt2", "model.concept_heads": 2, "model.d_concept": 64}},
+        {"id": "dlcm_s", **dlcm, "overrides": {"model.arch": "dlcm_gpt2", "model.concept_heads": 2,
+                                               "model.d_concept": 64}},
         {"id": "dlcm_local_parser_s", "base": "dlcm_s", **dlcm, "overrides": {"model.parser": "sequence"}},
         {"id": "law_d{model.d_model}_c{model.concept_layers}_r{model.target_ratio}", **dlcm,
          "overrides": {"model.arch": "dlcm_gpt2", "model.concept_heads": 2},
@@ -113,7 +114,8 @@ def test_the_law_is_fitted_to_the_grid_and_reaches_the_tables(workdir):
     for experiment, entry in mechanisms.items():
         result = json.loads((run_dir(workdir, experiment) / "eval" / "mechanisms.json").read_text())
         swap = next(check for check in entry["checks"] if check["name"] == "swap")
-        assert swap["value"] == pytest.approx(result["metrics"]["mech/swap"]) and swap["basis"].startswith("the profile's")
+        assert (swap["value"] == pytest.approx(result["metrics"]["mech/swap"])
+                and swap["basis"].startswith("the profile's"))
         assert entry["exercised"] == all(check["passed"] for check in entry["checks"] if check["gate"])
         assert entry["exercised"] or entry["reason"].startswith("mechanism not exercised: ")
     assert "### Mechanism checks" in report and "ran the mechanism checks" in report

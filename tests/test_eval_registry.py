@@ -40,7 +40,8 @@ def test_names_and_families_resolve_to_one_evaluation():
 def test_the_profile_check_reads_the_registry(monkeypatch):
     profile = default_profile()
     profile["experiments"][0]["evals"] = ["ppl", "fake"]
-    with pytest.raises(ConfigError, match=r"evals\[1\]: 'fake' is not valid .*\(an evaluation of evals/registry.py: ppl, embedded"):
+    with pytest.raises(ConfigError, match=r"evals\[1\]: 'fake' is not valid .*"
+                                          r"\(an evaluation of evals/registry.py: ppl, embedded"):
         validate(copy.deepcopy(profile), "default.yaml")
     fake = Evaluation("fake", "evaluate_tokens", "fake", "a registered name the schema file never heard of")
     monkeypatch.setattr(registry, "EVALUATIONS", (*EVALUATIONS, fake))
@@ -69,7 +70,8 @@ def test_the_dag_writes_each_evaluation_with_its_registered_rule(tmp_path):
     harness jobs get the experiment's eval.batch_size."""
     profile = default_profile()
     profile["experiments"].append({"id": "real_tasks_s", "base": "base_gpt2_s",
-                                   "evals": ["zeroshot", "lm_ppl", "dlcm_zeroshot", "fewshot_8b"], "overrides": {"eval.batch_size": 7}})
+                                   "evals": ["zeroshot", "lm_ppl", "dlcm_zeroshot", "fewshot_8b"],
+                                   "overrides": {"eval.batch_size": 7}})
     (tmp_path / "profile.yaml").write_text(yaml.safe_dump(profile))
     run = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
                           "--configfile", str(tmp_path / "profile.yaml"), "-n", "-p"], capture_output=True, text=True,
@@ -82,7 +84,8 @@ def test_the_dag_writes_each_evaluation_with_its_registered_rule(tmp_path):
         for name in re.findall(r"/eval/([^/\s,]+)\.json(?=,|\s|$)", line if line.startswith("    output:") else ""):
             planned.setdefault(find(name).name, set()).add(rule)
     assert planned == {e.name: {e.rule} for e in EVALUATIONS if e.rule is not None}
-    harness = [line for line in run.stdout.splitlines() if re.search(r"-m workflows\.cli eval-\S+ .*--batch-size", line)]
+    harness = [line for line in run.stdout.splitlines()
+               if re.search(r"-m workflows\.cli eval-\S+ .*--batch-size", line)]
     assert harness
     assert {"real_tasks_s" in line for line in harness if "--batch-size 7 " in line} == {True}
     assert all("--batch-size 16 " in line for line in harness if "real_tasks_s" not in line)
@@ -96,7 +99,8 @@ def _strings(path: Path) -> list[str]:
 def _collections(path: Path):
     """The string elements of every tuple, list or set literal and the keys of every dict literal."""
     for node in ast.walk(ast.parse(path.read_text())):
-        items = node.keys if isinstance(node, ast.Dict) else node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else []
+        items = (node.keys if isinstance(node, ast.Dict)
+                 else node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [])
         yield {item.value for item in items if isinstance(item, ast.Constant) and isinstance(item.value, str)}
 
 

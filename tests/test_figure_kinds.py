@@ -117,7 +117,8 @@ def test_a_row_another_profile_runs_is_not_run_here_not_missing(runs, tmp_path):
     is missing (re-run Snakemake); the report reads the index of its results."""
     current = {"ncm_s": None, "ar_gpt2_ncm_s": None, "mdlm_s": None}   # no ncm_blockcausal_s in this profile
     _, caption = eval_sweep(SPECS["ncm_fig5_nfe"], load_results(runs), current)
-    assert caption.endswith(" Missing results: mdlm_s (genppl_s128). Not run in this profile: ncm_blockcausal_s (genppl).")
+    assert caption.endswith(" Missing results: mdlm_s (genppl_s128). "
+                            "Not run in this profile: ncm_blockcausal_s (genppl).")
     index = {"runs": {f"{exp}/seed0": None for exp in current}}
     (runs / "index.json").write_text(json.dumps(index))
     tables = tmp_path / "tables"
@@ -129,7 +130,8 @@ def test_a_row_another_profile_runs_is_not_run_here_not_missing(runs, tmp_path):
     index["runs"]["ncm_blockcausal_s/seed0"] = None
     (runs / "index.json").write_text(json.dumps(index))
     assert reports_main(["build", "--results", str(runs), "--tables", str(tables), "--out", str(tmp_path / "r2")]) == 0
-    assert "Missing results: ncm_blockcausal_s (genppl), mdlm_s (genppl_s128)." in (tmp_path / "r2" / "report.md").read_text()
+    assert ("Missing results: ncm_blockcausal_s (genppl), mdlm_s (genppl_s128)."
+            in (tmp_path / "r2" / "report.md").read_text())
 
 
 def test_eval_sweep_averages_seeds_and_names_points_without_annotation(runs, drawn):

@@ -20,7 +20,8 @@ OFFLINE = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "CUD
 # the full-scale profiles and the executor profile each is meant for (not the CPU ones: the embedded default
 # and its opt-in diagnostics, which tests/test_config.py resolves)
 FULL_SCALE = {path.name: "slurm" if path.name.startswith("paper-") else "gpu"
-              for path in sorted((ROOT / "config").glob("*.yaml")) if path.name not in ("default.yaml", "diagnostics.yaml")}
+              for path in sorted((ROOT / "config").glob("*.yaml"))
+              if path.name not in ("default.yaml", "diagnostics.yaml")}
 
 
 def dry_run(workdir: Path, configfile: Path, profile: str, *extra: str) -> subprocess.CompletedProcess:
@@ -184,7 +185,8 @@ def test_fsdp_shards_conceptlm_to_the_single_process_result(tiny_data, run_cfg, 
                           str(tmp_path / "fsdp")], 2)
     assert sharded.returncode == 0, sharded.stderr[-3000:]
     Trainer(run_cfg, tiny_data["tokens"], tmp_path / "one").run()
-    rows = lambda d: [r for r in map(json.loads, (d / "train" / "metrics.jsonl").read_text().splitlines()) if "loss" in r]
+    rows = lambda d: [r for r in map(json.loads, (d / "train" / "metrics.jsonl").read_text().splitlines())
+                      if "loss" in r]
     one, two = rows(tmp_path / "one"), rows(tmp_path / "fsdp")
     assert [r["loss"] for r in two] == pytest.approx([r["loss"] for r in one], rel=1e-5)
     assert [r["loss/vq"] for r in two] == pytest.approx([r["loss/vq"] for r in one], rel=1e-5)

@@ -70,7 +70,8 @@ def test_a_diagnostic_switch_left_off_is_not_in_the_run_config_and_set_it_is(pro
         {"id": "dlcm_w8", "base": "dlcm_s", "overrides": {"model.token_window": 8}}]}
     on = explicit_model(resolve(config)["dlcm_w8"]["model"])
     assert on == {**off, "token_window": 8}
-    fields = {f.name: f for f in dataclasses.fields(model_config({k: v for k, v in on.items() if k != "seq_len"}, **FIXED)[1])}
+    fields = {f.name: f
+              for f in dataclasses.fields(model_config({k: v for k, v in on.items() if k != "seq_len"}, **FIXED)[1])}
     assert [name for name, f in fields.items() if f.metadata] == ["token_window", "cross_positions"]
 
 

@@ -35,12 +35,15 @@ def conditional_profile(external: Path | None = None) -> dict:
     config["corpus"]["synthetic"] = {"train_docs": 60, "valid_docs": 10, "test_docs": 10}
     config["tokenizer"]["vocab_size"] = 400
     config["datasets"] = {
-        "tr": {"corpus": {"source": "pairs", "seed": 0, "synthetic": {"train_docs": 60, "valid_docs": 10, "test_docs": 10},
+        "tr": {"corpus": {"source": "pairs", "seed": 0,
+                          "synthetic": {"train_docs": 60, "valid_docs": 10, "test_docs": 10},
                           "pairs": {"task": "translate", "n": {"train": 300, "valid": 20, "test": 20}}},
                "tokenizer": "corpus", "layout": {"source_len": P, "target_len": L}},
-        "sd": {"corpus": {"source": "sudoku", "seed": 0, "sudoku": {"tiers": ["easy", "hard"], "n": {"train": 20, "valid": 4, "test": 4},
-                                                                   **({"external": str(external)} if external else {})}},
-               "tokenizer": {"kind": "chars", "alphabet": "0123456789|"}, "layout": {"source_len": 89, "target_len": 89}},
+        "sd": {"corpus": {"source": "sudoku", "seed": 0,
+                          "sudoku": {"tiers": ["easy", "hard"], "n": {"train": 20, "valid": 4, "test": 4},
+                                     **({"external": str(external)} if external else {})}},
+               "tokenizer": {"kind": "chars", "alphabet": "0123456789|"},
+               "layout": {"source_len": 89, "target_len": 89}},
     }
     config["defaults"]["model"].update(seq_len=L, d_model=32, n_layer=1, n_head=2)
     config["defaults"]["train"].update(steps=12, batch_size=4, micro_batch_size=4, warmup_steps=2,
@@ -52,9 +55,11 @@ def conditional_profile(external: Path | None = None) -> dict:
     config["experiments"] = [
         {"id": "tok", **ncm, "data": "tr", "overrides": {**tok, "model.seq_len": L}, "evals": ["recon"]},
         {"id": "lm", **ncm, "data": "tr", "upstream": "tok",
-         "overrides": {"model.arch": "ncm", "model.seq_len": L, "train.loss_weights": {"gen": 1.0}}, "evals": ["recon"]},
+         "overrides": {"model.arch": "ncm", "model.seq_len": L, "train.loss_weights": {"gen": 1.0}},
+         "evals": ["recon"]},
         {"id": "gen", "base": "lm", "upstream": "lm",
-         "overrides": {"model.seq_len": P + L, "model.prefix_len": P}, "evals": ["cond", "cond_mbr2", "cond_cfg2", "cond_k2", "cond_k4"]},
+         "overrides": {"model.seq_len": P + L, "model.prefix_len": P},
+         "evals": ["cond", "cond_mbr2", "cond_cfg2", "cond_k2", "cond_k4"]},
         {"id": "ar", **ncm, "data": "tr", "overrides": {"model.seq_len": P + L}, "evals": ["cond"]},
         {"id": "mdlm", "base": "ar", "overrides": {"model.arch": "mdlm_gpt2", "model.prefix_len": P,
                                                   "train.loss_weights": {"nelbo": 1.0}}},
@@ -97,7 +102,8 @@ def test_each_generator_records_its_calls_beside_its_scores(workdir):
     ar, mdlm = result(workdir, "ar", "cond")["metrics"], result(workdir, "mdlm", "cond")["metrics"]
     assert 1 <= ar["samples/nfe"] <= L and 1 <= mdlm["samples/nfe"] <= L + 1
     for m in (cond, mbr, cfg, ar, mdlm):
-        assert m["samples/n"] == 6 and 0 <= m["test/bleu"] <= 100 and 0 <= m["test/rougeL"] <= 1 and m["samples/time_s"] > 0
+        assert (m["samples/n"] == 6 and 0 <= m["test/bleu"] <= 100 and 0 <= m["test/rougeL"] <= 1
+                and m["samples/time_s"] > 0)
     board = result(workdir, "sd_ar", "cond")["metrics"]
     assert {"easy/board_acc", "hard/board_acc", "external/board_acc", "test/board_acc"} <= set(board)
     assert board["easy/n"] == board["external/n"] == 2 and board["ceiling/board_acc"] == 1.0  # 6 examples, 3 tiers
@@ -126,7 +132,8 @@ def test_a_malformed_external_sudoku_file_is_one_line_naming_file_and_line(workd
     config["datasets"]["sd"]["corpus"]["sudoku"]["external"] = str(bad)
     config["experiments"] = [e for e in config["experiments"] if e["id"] == "sd_ar"]
     (workdir / "bad.yaml").write_text(yaml.safe_dump(config))
-    run = subprocess.run(SNAKEMAKE + ["-d", str(workdir), "--configfile", str(workdir / "bad.yaml"), "--cores", "1", "ncm"],
+    run = subprocess.run(SNAKEMAKE + ["-d", str(workdir), "--configfile", str(workdir / "bad.yaml"),
+                                      "--cores", "1", "ncm"],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode != 0
     assert f"{bad}:2" in run.stderr and "rule pretrain" not in run.stderr

@@ -29,7 +29,8 @@ def ncm_profile() -> dict:
     ncm = {"paper": "ncm", "overrides": {"model.seq_len": L}}
     config["experiments"] = [
         {"id": "base_s", "evals": ["ppl"]},  # a ConceptLM row: not in `snakemake ncm`
-        {"id": "tok", **ncm, "overrides": {"model.arch": "ncm_tokenizer", "model.n_scales": K, "model.codebook_size": 32,
+        {"id": "tok", **ncm, "overrides": {"model.arch": "ncm_tokenizer", "model.n_scales": K,
+                                           "model.codebook_size": 32,
                                            "model.seq_len": L, "train.loss_weights": {"rec": 1.0, "vq": 1.0}},
          "evals": ["recon", "genppl_data"]},
         {"id": "gen", **ncm, "upstream": "tok", "overrides": {"model.arch": "ncm", "model.seq_len": L,
@@ -123,7 +124,8 @@ def test_evaluate_cli_fills_defaults_and_refuses_what_the_model_cannot_do(workdi
 
     def evaluate(exp, *args, name="ok"):
         out = tmp_path / f"{exp}_{name}.json"
-        run = subprocess.run([sys.executable, "-m", "workflows.cli", "eval-genppl", "--run-dir", str(runs(workdir, exp)),
+        run = subprocess.run([sys.executable, "-m", "workflows.cli", "eval-genppl", "--run-dir",
+                              str(runs(workdir, exp)),
                               "--tokenizer", str(workdir / "results/micro/data/world/tokenizer.json"),
                               "--tokens", str(workdir / "results/micro/data/world/tokens"), "--out", str(out), *args],
                              capture_output=True, text=True, timeout=300, env={**__import__("os").environ,

@@ -10,7 +10,8 @@ from workflows.progress import Progress, planned_runs
 
 def write_rows(path, steps, mtime=None):
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"step": s, "train/loss": 1.0}) + "\n" for s in steps) + '{"step": 9')  # a torn row
+    # a torn row
+    path.write_text("".join(json.dumps({"step": s, "train/loss": 1.0}) + "\n" for s in steps) + '{"step": 9')
     if mtime is not None:
         os.utime(path, (mtime, mtime))
 

@@ -145,9 +145,11 @@ def test_changed_setting_retrains_without_a_manual_step(reference, tmp_path):
     assert snakemake(workdir, kill_after=50).returncode != 0
     run = snakemake(workdir)
     assert run.returncode == 0 and "Nothing to be done" not in run.stdout + run.stderr, run.stderr[-2000:]
-    assert json.loads((run_dir(workdir, "pm_s") / "final" / "manifest.json").read_text())["config"]["train"]["lr"] == 2e-3
+    assert json.loads((run_dir(workdir, "pm_s") / "final" / "manifest.json").read_text())["config"]["train"]["lr"] == \
+        2e-3
     assert result(workdir, "pm_s")["config"]["train"]["lr"] == 2e-3
-    assert weights(workdir, "pm_s")["blocks.0.attn.qkv.weight"].ne(weights(reference, "pm_s")["blocks.0.attn.qkv.weight"]).any()
+    assert weights(workdir, "pm_s")["blocks.0.attn.qkv.weight"].ne(
+        weights(reference, "pm_s")["blocks.0.attn.qkv.weight"]).any()
 
 
 @pytest.mark.slow
@@ -236,7 +238,8 @@ def test_a_full_disk_during_a_checkpoint_is_one_line_and_leaves_nothing_partial(
     assert run.returncode == 0, run.stderr[-3000:]
     for exp in EXPERIMENTS:
         assert weights(workdir, exp).keys() == weights(reference, exp).keys()
-        assert all(bool((weights(workdir, exp)[k] == weights(reference, exp)[k]).all()) for k in weights(reference, exp))
+        assert all(bool((weights(workdir, exp)[k] == weights(reference, exp)[k]).all())
+                   for k in weights(reference, exp))
 
 
 @pytest.mark.slow
@@ -249,7 +252,8 @@ def test_a_changed_setting_retrains_in_a_results_folder_without_snakemake_metada
     plan = snakemake(workdir, *targets(workdir), "-n")
     assert plan.returncode == 0, plan.stderr[-2000:]
     planned = plan.stdout + plan.stderr
-    assert "runs/pm_s/seed0/final/model.safetensors" in planned and "runs/base_s/seed0/final" not in planned, planned[-3000:]
+    assert ("runs/pm_s/seed0/final/model.safetensors" in planned
+            and "runs/base_s/seed0/final" not in planned), planned[-3000:]
     run = snakemake(workdir, *targets(workdir))
     assert run.returncode == 0, run.stderr[-3000:]
     assert result(workdir, "pm_s")["config"]["train"]["lr"] == 1e-3

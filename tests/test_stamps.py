@@ -11,7 +11,8 @@ def test_the_stamp_is_newer_than_its_settings_file_exactly_when_their_contents_d
     monkeypatch.chdir(tmp_path)                          # Snakemake's working directory
     settings = Path("results/runs/x/seed0/config.json")
     stamp = want(settings, '{"lr": 1}')                 # a run not yet configured: the stamp alone
-    assert stamp == Path(".stamps/results/runs/x/seed0/config.json/want") and stamp.read_text() == '{"lr": 1}' and not settings.exists()
+    assert (stamp == Path(".stamps/results/runs/x/seed0/config.json/want") and stamp.read_text() == '{"lr": 1}'
+            and not settings.exists())
     settings.parent.mkdir(parents=True)
     settings.write_text('{"lr": 1}\n')                   # as the settings rule writes it
     os.utime(settings, (1000, 1000))

@@ -102,7 +102,8 @@ def test_changed_tokens_set_stale_checkpoint_aside(tiny_data, run_cfg, tmp_path,
     manifest = Trainer(run_cfg, tokens, tmp_path / "run").run()
     out = capsys.readouterr().out
     assert "data.splits.train" in out and "resuming at step" not in out
-    assert manifest["data"]["splits"]["train"] == json.loads((tokens / "manifest.json").read_text())["splits"]["train"]["sha256"]
+    assert manifest["data"]["splits"]["train"] == \
+        json.loads((tokens / "manifest.json").read_text())["splits"]["train"]["sha256"]
 
 
 def test_completed_run_keeps_no_checkpoint_so_a_rerun_retrains(tiny_data, run_cfg, tmp_path):
@@ -191,7 +192,8 @@ def test_a_second_trainer_on_the_same_run_folder_is_refused(tiny_data, run_cfg, 
 
     holder = subprocess.Popen([sys.executable, "-c", (
         "import fcntl, os, sys, time; f = open(sys.argv[1], 'a+'); fcntl.flock(f, fcntl.LOCK_EX); "
-        "f.write(str(os.getpid())); f.flush(); print('locked', flush=True); time.sleep(30)"), str(tmp_path / ".train.lock")],
+        "f.write(str(os.getpid())); f.flush(); print('locked', flush=True); time.sleep(30)"),
+        str(tmp_path / ".train.lock")],
         stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"

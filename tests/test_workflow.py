@@ -51,7 +51,8 @@ def built(tmp_path_factory, name: str, profile: dict, *targets: str) -> Path:
 def dry_run(workdir: Path, profile: dict, *targets: str) -> tuple[set[str], str]:
     """(the experiments whose jobs ``snakemake -n`` plans, its console) for ``profile`` in ``workdir``."""
     (workdir / "changed.yaml").write_text(yaml.safe_dump(profile))
-    run = subprocess.run(SNAKEMAKE + ["-d", str(workdir), "--configfile", str(workdir / "changed.yaml"), "-n", *targets],
+    run = subprocess.run(SNAKEMAKE + ["-d", str(workdir), "--configfile", str(workdir / "changed.yaml"), "-n",
+                                      *targets],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     return ({line.split("experiment=")[1].split(",")[0] for line in run.stdout.splitlines()
@@ -174,7 +175,8 @@ def test_results_of_another_config_are_refused_when_snakemake_lost_its_metadata(
     run = snakemake(copy, "--cores", "2")
     assert run.returncode != 0
     assert "rule pretrain" not in run.stdout + run.stderr  # the settings file agrees: nothing re-trained
-    assert ("1 run(s) hold results of another config or other files than the profile's: results/micro/runs/pm_s/seed0 (train differ); "
+    assert ("1 run(s) hold results of another config or other files than the profile's: "
+            "results/micro/runs/pm_s/seed0 (train differ); "
             "re-run them (snakemake --forcerun results/micro/runs/pm_s/seed0/config.json") in run.stdout + run.stderr
     assert not (copy / "results/micro/report/report.html").exists()  # the old report is withdrawn, not left on show
 
@@ -209,7 +211,8 @@ def test_a_seed_added_after_snakemake_lost_its_metadata_reaches_the_tables(workd
     run = snakemake(copy, "--cores", "2", "results/micro/tables/index.json")
     assert run.returncode == 0, run.stderr[-3000:]
     assert "rule runs_index" in run.stdout + run.stderr and "rule tables" in run.stdout + run.stderr
-    assert "base_s/seed1" in json.loads((copy / "results/micro/runs/index.json").read_text())["runs"]  # what the tables read
+    # what the tables read
+    assert "base_s/seed1" in json.loads((copy / "results/micro/runs/index.json").read_text())["runs"]
     (copy / "parent.yaml").write_text(yaml.safe_dump(config))
     (copy / "micro.yaml").write_text(yaml.safe_dump({"extends": "parent.yaml", "profile": "micro"}))
     assert snakemake(copy, "--cores", "2", "results/micro/tables/index.json").returncode == 0
@@ -306,13 +309,15 @@ def test_real_tasks_from_local_copies_feed_the_dag(workdir):
     profile = _local_tasks_profile(workdir)
     target = "results/micro/runs/base_s/seed0/eval/zeroshot.json"
     run = subprocess.run(SNAKEMAKE + ["-d", str(workdir), "--configfile", str(profile), "--cores", "2", target,
-                                      target.replace("zeroshot", "lm_ppl")], capture_output=True, text=True, timeout=600)
+                                      target.replace("zeroshot", "lm_ppl")],
+                         capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     result = json.loads((workdir / target).read_text())
     assert result["metrics"]["piqa/acc"] is not None and result["metrics"]["lambada_openai/acc"] is not None
     local = result["details"]["local_data"]
     assert set(local) == {"piqa", "lambada_openai"} and len(local["piqa"]["sha256"]) == 64
-    assert local["piqa"]["exact"] is False and "3 documents where lm-eval's validation split has 1838" in local["piqa"]["why"]
+    assert (local["piqa"]["exact"] is False
+            and "3 documents where lm-eval's validation split has 1838" in local["piqa"]["why"])
     assert {"arc_easy", "sciq", "race"} <= set(result["details"]["unavailable_tasks"])
     assert result["details"]["offline"] is True
     with (workdir / "localdata" / "piqa.jsonl").open("a") as handle:

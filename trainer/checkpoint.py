@@ -225,7 +225,8 @@ def read_state(path: Path) -> dict:
     try:
         return json.loads(state_path.read_text())
     except (OSError, json.JSONDecodeError) as e:
-        raise CheckpointError(f"{state_path}: unreadable ({e}); delete {path} to resume from the previous checkpoint") from e
+        raise CheckpointError(f"{state_path}: unreadable ({e}); "
+                              f"delete {path} to resume from the previous checkpoint") from e
 
 
 def binding_difference(state: dict, binding: dict) -> str | None:

@@ -102,7 +102,7 @@ class WindowOrder:
                             "use a larger corpus or a shorter seq_len")
         self.seed, self.key = seed, key
 
-    @lru_cache(maxsize=2)
+    @lru_cache(maxsize=2)  # noqa: B019 (an order lives as long as its run: two epochs kept)
     def permutation(self, epoch: int) -> np.ndarray:
         rng = np.random.Generator(np.random.PCG64([self.seed, self.key, epoch]))
         return rng.permutation(self.n_windows)
@@ -149,7 +149,8 @@ def view(manifest: dict, run_cfg: dict, tokens_dir: Path) -> View:
     layout, expected = manifest.get("layout"), run_cfg.get("layout")
     seq_len = run_cfg["model"]["seq_len"]
     if layout != expected:
-        raise DataError(f"{tokens_dir}: tokens laid out as {layout or 'one stream'}, and run {run_cfg.get('id')} expects "
+        raise DataError(f"{tokens_dir}: tokens laid out as {layout or 'one stream'}, "
+                        f"and run {run_cfg.get('id')} expects "
                         f"{expected or 'one stream'}; train it on its own dataset's tokens (experiment key data:)")
     if layout is None:
         return View(seq_len, 0, seq_len, 0)

@@ -4,7 +4,8 @@ On a terminal the trainer draws a tqdm bar and prints the validation lines above
 Snakemake job's ``logs/pretrain.log``) it prints ``log_line`` every ``train.log_interval`` steps and
 ``valid_line`` whenever it measures the validation loss::
 
-    [base_s seed 0] step 40/200 | loss 3.4521 (ntp 3.1021 ncp 0.2500 vq 0.1000) | lr 3.00e-04 | gnorm 0.84 | 12345 tok/s | 1.21 TFLOP/s 31.2% MFU | eta 0:01:23
+    [base_s seed 0] step 40/200 | loss 3.4521 (ntp 3.1021 ncp 0.2500 vq 0.1000) | lr 3.00e-04 | gnorm 0.84
+        | 12345 tok/s | 1.21 TFLOP/s 31.2% MFU | eta 0:01:23
     [base_s seed 0] step 40/200 | valid loss 3.5012 (ntp)
 
 The loss terms are every ``loss/<term>`` of the step's row (``Trainer.step``), in the model's order;

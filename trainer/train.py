@@ -5,7 +5,8 @@ A model's ``forward(idx, targets)`` returns ``{"losses": {name: scalar}}`` and o
 losses with ``train.loss_weights`` (default 1 each) and logs every term and metric, so ConceptLM's NTP + NCP + VQ or
 DLCM's auxiliary losses need nothing here. AdamW with linear warm-up and cosine decay, gradient
 clipping and accumulation, bf16 autocast (``train.precision``), optional ``torch.compile`` of each block, DDP under
-``torchrun`` (or FSDP, ``train.parallel: fsdp``: ``trainer.distributed``). Data order comes from ``trainer.data.WindowOrder`` (seed + manifest hash);
+``torchrun`` (or FSDP, ``train.parallel: fsdp``: ``trainer.distributed``). Data order comes from
+``trainer.data.WindowOrder`` (seed + manifest hash);
 checkpoints from ``trainer.checkpoint`` (atomic, resumed automatically); what a person reads of a run
 (a line per log interval off a terminal, validation losses) from ``trainer.progress``.
 
@@ -40,6 +41,7 @@ from models.registry import build_model, flops_per_token
 from trainer.checkpoint import (binding_difference, clean_debris, load_checkpoint, prune_snapshots, read_state,
                                 remove_checkpoints, save_checkpoint, save_sharded_checkpoint, save_snapshot,
                                 save_weights, set_aside, snapshot_index, valid_checkpoints)
+from trainer.config import TrainConfig
 from trainer.distributed import fsdp_problem, full_weights, load_shards, local, save_shards, shard
 from trainer.data import (DataError, WindowOrder, data_binding, gather_windows, mask_source, open_split, order_key,
                           read_manifest, view)
@@ -120,7 +122,10 @@ def compile_blocks(model: torch.nn.Module) -> None:
 class Trainer:
     def __init__(self, run_cfg: dict, tokens_dir: Path, run_dir: Path, threads: int | None = None,
                  upstream: Path | None = None):
-        self.cfg, self.t = run_cfg, run_cfg["train"]
+        try:  # the train section checked against its typed fields, the defaults it leaves out filled in
+            self.cfg, self.t = run_cfg, TrainConfig.resolve(run_cfg["train"])
+        except (ValueError, TypeError) as e:
+            raise ReproError(f"{run_dir}/config.json: {e}") from None
         self.run_dir, self.tokens_dir = Path(run_dir), Path(tokens_dir)
         self.snapshots = self.run_dir / "train" / "snapshots"  # weights every train.snapshot_interval steps
         self.config_hash = config_hash(run_cfg)
@@ -154,7 +159,8 @@ class Trainer:
                             "or use a shorter model.seq_len")
         # what a checkpoint of this run is bound to (trainer.checkpoint): settings and token data
         self.binding = {"config_hash": self.config_hash, "data": data_binding(manifest)}
-        self.order = WindowOrder(len(self.train_tokens), self.view.stride, run_cfg["seed"], order_key(manifest, "train"))
+        self.order = WindowOrder(len(self.train_tokens), self.view.stride, run_cfg["seed"],
+                                 order_key(manifest, "train"))
         self.model_kwargs = {k: v for k, v in run_cfg["model"].items() if k != "seq_len"}
         torch.manual_seed(run_cfg["seed"])
         self.model = build_model(self.model_kwargs, vocab_size=manifest["vocab_size"], seq_len=self.seq_len)
@@ -178,7 +184,8 @@ class Trainer:
                                                seq_len=self.seq_len)
         self._check_valid_size()
         self.opt = make_optimizer(self.model, self.t)
-        self.ddp = torch.nn.parallel.DistributedDataParallel(self.model) if self.world > 1 and not self.sharded else None
+        self.ddp = (torch.nn.parallel.DistributedDataParallel(self.model) if self.world > 1 and not self.sharded
+                    else None)
         self.forward = self.ddp or self.model
         # bf16 autocast: asked for (precision bf16, on CUDA or, as a smoke run does, on a CPU), or auto on CUDA
         use_bf16 = self.t["precision"] == "bf16" or (self.device.type == "cuda" and self.t["precision"] == "auto")
@@ -192,8 +199,9 @@ class Trainer:
         upstream never lets a stale checkpoint of this run resume."""
         expected = self.cfg.get("upstream")
         if (expected is None) != (upstream is None):
-            raise ReproError(f"{self.cfg['id']}: " + (f"builds on {expected['experiment']} seed {expected['seed']}; pass "
-                             "its final/ folder as --upstream" if expected else "builds on no other run; drop --upstream"))
+            raise ReproError(f"{self.cfg['id']}: " + (f"builds on {expected['experiment']} seed {expected['seed']}; "
+                                                      "pass its final/ folder as --upstream" if expected
+                                                      else "builds on no other run; drop --upstream"))
         if upstream is None:
             return
         upstream = Path(upstream)
@@ -319,7 +327,8 @@ class Trainer:
         steps, tokens_per_step = self.t["steps"], self.t["batch_size"] * self.seq_len
         self._say(f"{self.model.num_params() / 1e6:.2f}M non-embedding params | {tokens_per_step} tokens/step x "
                   f"{steps} steps = {tokens_per_step * steps / 1e6:.2f}M tokens | {self.flops_per_token / 1e6:.1f} "
-                  f"MFLOP/token | epoch = {self.order.n_windows} windows" + (f" | resuming at step {start}" if start else ""))
+                  f"MFLOP/token | epoch = {self.order.n_windows} windows"
+                  + (f" | resuming at step {start}" if start else ""))
         self._say(f"MFU against {self.peak / 1e12:g} TFLOP/s ({self.peak_source})" if self.peak else self.peak_source)
         self.model.train()
         interactive = sys.stderr.isatty() and self.rank == 0  # a bar on a terminal, plain lines in a log file

@@ -9,7 +9,8 @@ Data and training:
     python -m workflows.cli tokenize  --settings S --corpus DIR --tokenizer FILE --out DIR [--threads N]
     python -m workflows.cli world-tasks --settings S --out DIR          (the world's lm-eval tasks)
     python -m workflows.cli levels    --settings S --tokenizer FILE --out FILE   (the world's entropy by level)
-    python -m workflows.cli pretrain  --config C --tokens DIR --tokenizer FILE --run-dir DIR [--upstream DIR] [--threads N] [--nproc N]
+    python -m workflows.cli pretrain  --config C --tokens DIR --tokenizer FILE --run-dir DIR [--upstream DIR]
+                                      [--threads N] [--nproc N]
     python -m workflows.cli export-judge --run-dir DIR --tokenizer FILE --out DIR   (a run as a Gen. PPL judge)
 
 Evaluations: one subcommand ``eval-<name>`` per evaluation of ``evals/registry.py``, named as an
@@ -116,8 +117,8 @@ def _launch(a, run_cfg: dict) -> None:
     if problem:
         raise ConfigError(f"{run_cfg['id']}: {problem}")
     if torch.cuda.is_available() and torch.cuda.device_count() < a.nproc:
-        raise ReproError(f"--nproc {a.nproc} but this node has {torch.cuda.device_count()} GPU(s); request as many GPUs "
-                         "as processes (the rule's gpu resource)")
+        raise ReproError(f"--nproc {a.nproc} but this node has {torch.cuda.device_count()} GPU(s); "
+                         "request as many GPUs as processes (the rule's gpu resource)")
     args = ["pretrain", "--config", a.config, "--tokens", a.tokens, "--tokenizer", a.tokenizer, "--run-dir", a.run_dir]
     args += ["--upstream", a.upstream] if a.upstream else []
     args += ["--threads", str(max(1, a.threads // a.nproc))] if a.threads else []

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import math
 import re
 from pathlib import Path
@@ -28,6 +27,7 @@ import yaml
 
 from common.errors import USER_ERROR, ReproError, entry_point
 from evals.registry import NCM_ARCHS, find
+from trainer.config import TrainConfig
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schemas" / "config.schema.yaml"
 SECTIONS = ("model", "train", "eval")
@@ -122,7 +122,8 @@ def with_parents(config: dict, folder: Path, source: str = "config", seen: tuple
     """The profile with its ``extends: <file>`` chain applied (the file is relative to ``folder``). The
     child wins: mappings merge key by key, except ``corpus`` and ``tokenizer``, which are replaced whole;
     ``experiments`` merge by id (a known id is replaced by the child's entry, new ids are appended); any
-    other value is replaced. The child must name itself (``profile``): its outputs go to results/<profile>/. A scale profile (config/small.yaml)
+    other value is replaced. The child must name itself (``profile``): its outputs go to results/<profile>/. A scale
+    profile (config/small.yaml)
     thus reuses the embedded grid and restates only corpus, tokenizer, defaults and the sizes."""
     if not isinstance(config, dict) or "extends" not in config:
         return config
@@ -230,7 +231,8 @@ def validate(config, source: str = "config", files: bool = True) -> dict:
             _check_schema(settings, section_schema, settings, f"{source}: experiments[{exp_id}]")
             _check_semantics(config, exp)
         except ConfigError as e:
-            raise ConfigError(str(e) if str(e).startswith(source) else f"{source}: experiments[{exp_id}]: {e}") from None
+            raise ConfigError(str(e) if str(e).startswith(source)
+                              else f"{source}: experiments[{exp_id}]: {e}") from None
     _check_genppl(config, experiments, source)
     _check_local_tasks(config, experiments, source)
     kernel_benchmarks(config, {**experiments, **scaling_laws(config, experiments, source)}, source)
@@ -250,13 +252,14 @@ def _check_upstream_data(config: dict, experiments: dict, source: str) -> None:
         up = experiments[exp["upstream"]["experiment"]]
         where = f"{source}: experiments[{exp_id}]"
         if tokenizer_of[up["data"]] != tokenizer_of[exp["data"]]:
-            raise ConfigError(f"{where}: upstream {up['id']!r} reads {up['data']} (tokenizer of {tokenizer_of[up['data']]}) "
-                              f"and this experiment {exp['data']} (tokenizer of {tokenizer_of[exp['data']]}); build on a "
-                              "run of the same tokenizer")
+            raise ConfigError(f"{where}: upstream {up['id']!r} reads {up['data']} "
+                              f"(tokenizer of {tokenizer_of[up['data']]}) "
+                              f"and this experiment {exp['data']} (tokenizer of {tokenizer_of[exp['data']]}); "
+                              "build on a run of the same tokenizer")
         theirs, ours = up["model"].get("prefix_len", 0), exp["model"].get("prefix_len", 0)
         if up["model"].get("arch") == exp["model"].get("arch") and theirs not in (0, ours):
-            raise ConfigError(f"{where}: upstream {up['id']!r} has model.prefix_len={theirs} and this experiment {ours}; "
-                              "continue an unconditional generator or one with the same source length")
+            raise ConfigError(f"{where}: upstream {up['id']!r} has model.prefix_len={theirs} and this experiment "
+                              f"{ours}; continue an unconditional generator or one with the same source length")
 
 
 _RELATIVE = re.compile(r"^[+-][0-9]+$")
@@ -299,12 +302,12 @@ def expand_sweeps(entries: list[dict], source: str = "config") -> list[dict]:
                               f"({', '.join(sweep)})")
         for i in range(lengths.pop()):
             values = {key: values[i] for key, values in sweep.items()}
-            exp_id = _PLACEHOLDER.sub(lambda m: str(values[m[1]]).lower(), entry["id"])
+            exp_id = _PLACEHOLDER.sub(lambda m: str(values[m[1]]).lower(), entry["id"])  # noqa: B023 (used here)
             if not _ID.match(exp_id):
                 raise ConfigError(f"{where}: sweep gives the id {exp_id!r}; ids use a-z, 0-9, '_', '.', '-'")
             rest = {k: v for k, v in entry.items() if k not in ("id", "sweep", "overrides")}
             if "upstream" in rest:  # a generator per swept tokenizer: upstream: tok_{model.n_scales}
-                rest["upstream"] = _PLACEHOLDER.sub(lambda m: str(values[m[1]]).lower() if m[1] in values else m[0],
+                rest["upstream"] = _PLACEHOLDER.sub(lambda m: str(values[m[1]]).lower() if m[1] in values else m[0],  # noqa: B023
                                                     rest["upstream"])
             out.append({**rest, "id": exp_id, "overrides": {**entry.get("overrides", {}), **values}})
     return out
@@ -326,7 +329,8 @@ def resolve(config: dict, source: str = "config") -> dict[str, dict]:
             if exp_id not in entries:
                 raise ConfigError(f"{source}: experiments[{out[-1]['id']}]: base {exp_id!r} is not an experiment id")
             if exp_id in seen:
-                raise ConfigError(f"{source}: experiments[{seen[0]}]: base chain {' -> '.join(seen + [exp_id])} is a cycle")
+                raise ConfigError(f"{source}: experiments[{seen[0]}]: base chain {' -> '.join(seen + [exp_id])} "
+                                  "is a cycle")
             seen.append(exp_id)
             out.append(entries[exp_id])
             exp_id = entries[exp_id].get("base")
@@ -344,12 +348,17 @@ def resolve(config: dict, source: str = "config") -> dict[str, dict]:
                 except ConfigError as e:
                     raise ConfigError(f"{source}: experiments[{entry['id']}].overrides: {e}") from None
             inherited = {key: entry.get(key, value) for key, value in inherited.items()}
+        try:  # every training setting written out, the typed defaults included (trainer/config.py)
+            settings["train"] = TrainConfig.resolve(settings["train"])
+        except (ValueError, TypeError) as e:
+            raise ConfigError(f"{source}: experiments[{exp_id}]: {e}") from None
         seeds = entries[exp_id].get("seeds", [0])
         resolved[exp_id] = {"id": exp_id, **settings, "seeds": list(seeds), "evals": list(inherited["evals"]),
                             "paper": inherited["paper"], "upstream": inherited["upstream"], "data": inherited["data"]}
         if inherited["data"] not in datasets(config, source):
             raise ConfigError(f"{source}: experiments[{exp_id}]: data {inherited['data']!r} is not a dataset; use the "
-                              f"corpus id {config['corpus']['id']!r} or an id of datasets ({', '.join(config.get('datasets', {})) or 'none'})")
+                              f"corpus id {config['corpus']['id']!r} or an id of datasets "
+                              f"({', '.join(config.get('datasets', {})) or 'none'})")
     for exp in resolved.values():
         _attach_upstream(exp, resolved, source)
     return resolved
@@ -360,7 +369,8 @@ def _upstream_model(up: dict, field: str, arch: str, spec_name: str, resolved: d
     own; an earlier stage of the same model (NCM's generator on target-side text) gives its ``field``."""
     if up["model"].get("arch") == spec_name:
         if up["id"] in chain:
-            raise ConfigError(f"{source}: experiments[{up['id']}]: upstream chain {' -> '.join(chain + (up['id'],))} is a cycle")
+            raise ConfigError(f"{source}: experiments[{up['id']}]: upstream chain {' -> '.join(chain + (up['id'],))} "
+                              "is a cycle")
         _attach_upstream(up, resolved, source, chain + (up["id"],))
         return up["model"][field]
     return up["model"]
@@ -387,8 +397,8 @@ def _attach_upstream(exp: dict, resolved: dict, source: str, chain: tuple = ()) 
                               f"upstream: <id of a {spec.upstream[1]} experiment>")
         return
     if up_id not in resolved:
-        raise ConfigError(f"{where}: upstream {up_id!r} is not an experiment id; name the {spec.upstream[1] if spec and spec.upstream else 'stage-1'} "
-                          "experiment it builds on")
+        raise ConfigError(f"{where}: upstream {up_id!r} is not an experiment id; name the "
+                          f"{spec.upstream[1] if spec and spec.upstream else 'stage-1'} experiment it builds on")
     if spec is None or spec.upstream is None:
         raise ConfigError(f"{where}: upstream: model.arch={exp['model'].get('arch')} does not build on another run; "
                           "drop upstream (only archs such as ncm take one)")
@@ -430,12 +440,14 @@ def _check_semantics(config: dict, exp: dict) -> None:
     spec = get_spec(model["arch"])
     unknown = sorted(set(train.get("loss_weights", {})) - set(spec.build.loss_names(typed)))
     if unknown:
-        raise ConfigError(f"train.loss_weights.{unknown[0]}: {model['arch']} has no loss {unknown[0]!r}; its losses are "
-                          f"{', '.join(spec.build.loss_names(typed))}")
-    weights = {name: train.get("loss_weights", {}).get(name, 1.0) for name in getattr(spec.build, "trained_losses", spec.build.loss_names)(typed)}
+        raise ConfigError(f"train.loss_weights.{unknown[0]}: {model['arch']} has no loss {unknown[0]!r}; "
+                          f"its losses are {', '.join(spec.build.loss_names(typed))}")
+    weights = {name: train.get("loss_weights", {}).get(name, 1.0)
+               for name in getattr(spec.build, "trained_losses", spec.build.loss_names)(typed)}
     if not any(weights.values()):
-        raise ConfigError(f"train.loss_weights: every loss {model['arch']} computes under these model settings weighs 0 "
-                          f"({weights}), so nothing trains; give one a positive weight (or switch a loss back on)")
+        raise ConfigError(f"train.loss_weights: every loss {model['arch']} computes under these model settings "
+                          f"weighs 0 ({weights}), so nothing trains; "
+                          "give one a positive weight (or switch a loss back on)")
     if train.get("init_from") and model["arch"] not in INIT_FROM_ARCHS:
         raise ConfigError(f"train.init_from: a LlamaForCausalLM loads into {' and '.join(INIT_FROM_ARCHS)} only, "
                           f"not model.arch={model['arch']}; drop init_from or use a Llama arch")
@@ -457,24 +469,12 @@ def _check_semantics(config: dict, exp: dict) -> None:
     problem = world_size_problem(train)
     if problem:
         raise ConfigError(problem)
-    whole = [key for key, value in train.items() if isinstance(value, float) and key in _integer_settings("train")]
-    if whole:  # JSON Schema counts 600.0 as an integer; range() and the trainer's step counter do not
-        raise ConfigError(f"train.{whole[0]}={train[whole[0]]}: give a whole number without a decimal point "
-                          f"({int(train[whole[0]]) if train[whole[0]].is_integer() else 'an integer'})")
     # (an eval_interval above steps is a setting: validation runs after the last step only, trainer/metrics.py)
     if isinstance(train.get("warmup_steps"), int) and isinstance(train.get("steps"), int) \
             and train["warmup_steps"] > train["steps"]:
-        raise ConfigError(f"train.warmup_steps={train['warmup_steps']} exceeds train.steps={train['steps']}: the learning "
-                          f"rate would never finish warming up; set train.warmup_steps to at most {train['steps']}")
-
-
-@functools.cache
-def _integer_settings(section: str) -> frozenset[str]:
-    """The keys of a run-settings section whose schema type is an integer (a count or a step number)."""
-    properties = _schema()["$defs"][section]["properties"]
-    return frozenset(key for key, spec in properties.items()
-                     if "integer" in ([spec.get("type")] if isinstance(spec.get("type"), str) else spec.get("type", []))
-                     or spec.get("$ref") == "#/$defs/count")
+        raise ConfigError(f"train.warmup_steps={train['warmup_steps']} exceeds train.steps={train['steps']}: "
+                          "the learning rate would never finish warming up; "
+                          f"set train.warmup_steps to at most {train['steps']}")
 
 
 def _check_evals(config: dict, exp: dict, spec, typed) -> None:
@@ -514,8 +514,8 @@ def _check_evals(config: dict, exp: dict, spec, typed) -> None:
         if "scales" in variant:
             K = getattr(getattr(typed, "tokenizer_config", None), "K", None) if kind == "ncm" else None
             if K is None or variant["scales"] > K:
-                raise ConfigError(f"evals: {name} completes the first {variant['scales']} scales of real windows: an ncm "
-                                  f"experiment with at least that many scales (model.arch={arch}, K={K})")
+                raise ConfigError(f"evals: {name} completes the first {variant['scales']} scales of real windows: "
+                                  f"an ncm experiment with at least that many scales (model.arch={arch}, K={K})")
     settings = genppl_settings(config)
     if kind == "mdlm" and truncates(settings) and any("data" not in v for v in generative.values()):
         raise ConfigError(f"evals: {next(iter(generative))}: masked diffusion samples at temperature 1 without top-k / "
@@ -525,8 +525,8 @@ def _check_evals(config: dict, exp: dict, spec, typed) -> None:
         raise ConfigError(f"evals: {next(iter(generative))} needs genppl.judges: an experiment id of this profile "
                           "(a gpt2 run) or a transformers name / folder such as gpt2-large")
     if "genppl" not in config:
-        raise ConfigError(f"evals: {next(iter(generative))} needs the profile's genppl section (judges, samples, batch_size, "
-                          "temperature; see config/default.yaml)")
+        raise ConfigError(f"evals: {next(iter(generative))} needs the profile's genppl section "
+                          "(judges, samples, batch_size, temperature; see config/default.yaml)")
 
 
 def _check_data(config: dict, exp: dict, spec, typed) -> None:
@@ -541,10 +541,11 @@ def _check_data(config: dict, exp: dict, spec, typed) -> None:
     conditional = [name for name in exp["evals"] if find(name).data == "pairs"]
     if layout is None:
         if prefix:
-            raise ConfigError(f"model.prefix_len={prefix}: a source prefix needs paired data; set data: <an id of datasets>")
+            raise ConfigError(f"model.prefix_len={prefix}: a source prefix needs paired data; "
+                              "set data: <an id of datasets>")
         if conditional:
-            raise ConfigError(f"evals: {conditional[0]} generates targets from sources and {exp['data']} is a plain corpus; "
-                              "set data: <an id of datasets> or drop it")
+            raise ConfigError(f"evals: {conditional[0]} generates targets from sources and {exp['data']} "
+                              "is a plain corpus; set data: <an id of datasets> or drop it")
         return
     from evals.genppl.sample import sampler_kind
 
@@ -563,8 +564,8 @@ def _check_data(config: dict, exp: dict, spec, typed) -> None:
             raise ConfigError(f"evals: {name}: guidance needs the null condition, never trained with "
                               "model.cond_dropout=0; set it (0.1) or drop the guided eval")
         if "scales" in variant and int(variant["scales"]) > typed.tokenizer_config.K:
-            raise ConfigError(f"evals: {name} completes the first {variant['scales']} real scales and the tokenizer has K="
-                              f"{typed.tokenizer_config.K}; use j <= K")
+            raise ConfigError(f"evals: {name} completes the first {variant['scales']} real scales and the "
+                              f"tokenizer has K={typed.tokenizer_config.K}; use j <= K")
     P, L = layout["source_len"], layout["target_len"]
     other = [name for name in exp["evals"] if find(name).data == "stream"
              and not (name == "mechanisms" and spec.name in NCM_ARCHS)]
@@ -573,21 +574,22 @@ def _check_data(config: dict, exp: dict, spec, typed) -> None:
                           "cond_mbr<n>, cond_cfg<w> (and recon, mechanisms for NCM)")
     if seq_len == P + L:
         if prefix is None and spec.name not in BACKBONES:
-            raise ConfigError(f"data: {exp['data']}: model.arch={spec.name} cannot condition on a source; use a token LM "
+            raise ConfigError(f"data: {exp['data']}: model.arch={spec.name} cannot condition on a source; "
+                              "use a token LM "
                               f"(gpt2, pythia, llama), ncm or mdlm_*, or read the targets only (model.seq_len: {L})")
         if prefix is not None and prefix != P:
             raise ConfigError(f"model.prefix_len={prefix}: {exp['data']} has {P} source tokens per example; set "
                               f"model.prefix_len: {P}")
     elif seq_len == L:
         if prefix:
-            raise ConfigError(f"model.prefix_len={prefix} with model.seq_len={L} (the targets only); set model.seq_len: "
-                              f"{P + L} to read the sources too, or model.prefix_len: 0")
+            raise ConfigError(f"model.prefix_len={prefix} with model.seq_len={L} (the targets only); "
+                              f"set model.seq_len: {P + L} to read the sources too, or model.prefix_len: 0")
         if conditional:
             raise ConfigError(f"evals: {conditional[0]} conditions on sources and model.seq_len={L} reads the targets "
                               f"only; set model.seq_len: {P + L} and model.prefix_len")
     else:
-        raise ConfigError(f"model.seq_len={seq_len}: {exp['data']} holds {P} source + {L} target tokens per example; set "
-                          f"model.seq_len: {P + L} (source and target) or {L} (the targets only)")
+        raise ConfigError(f"model.seq_len={seq_len}: {exp['data']} holds {P} source + {L} target tokens per example; "
+                          f"set model.seq_len: {P + L} (source and target) or {L} (the targets only)")
 
 
 LAW_DEFAULTS = {"holdout": [], "fit_from": 0.2, "n_boot": 200, "identify_rel_tol": 0.25, "identify_draws": 3}
@@ -626,11 +628,12 @@ def scaling_laws(config: dict, experiments: dict, source: str = "config") -> dic
         from trainer.metrics import validation_tokens
 
         tokens = {e: validation_tokens(experiments[e], fit_from) for e in fitted}
-        n_d, n_points = len(set().union(*tokens.values())), sum(len(t) * len(experiments[e]["seeds"]) for e, t in tokens.items())
+        n_d, n_points = (len(set().union(*tokens.values())),
+                         sum(len(t) * len(experiments[e]["seeds"]) for e, t in tokens.items()))
         if n_d < 3 or n_points <= 11:
             raise ConfigError(f"{where}: the fitted runs log {n_points} validation losses at {n_d} token count(s) from "
-                              f"fit_from={fit_from:g} of training on; the law needs 3 token counts and 12 points: lower "
-                              "train.eval_interval of the grid's runs or fit_from")
+                              f"fit_from={fit_from:g} of training on; the law needs 3 token counts and 12 points: "
+                              "lower train.eval_interval of the grid's runs or fit_from")
         laws[law_id] = {**LAW_DEFAULTS, **entry, "experiments": grid}
     return laws
 
@@ -657,7 +660,8 @@ def kernel_benchmarks(config: dict, taken: dict, source: str = "config") -> dict
     for kernel_id, entry in config.get("kernel_benchmarks", {}).items():
         where = f"{source}: kernel_benchmarks.{kernel_id}"
         if kernel_id in taken:
-            raise ConfigError(f"{where}: the id is an experiment's or a law's; a benchmark writes results/runs/<id>/: rename it")
+            raise ConfigError(f"{where}: the id is an experiment's or a law's; "
+                              "a benchmark writes results/runs/<id>/: rename it")
         settings = {**KERNEL_DEFAULTS, **entry}
         for i, row in enumerate(settings["rows"]):
             if row["hidden"] % settings["heads"]:
@@ -715,7 +719,8 @@ def _check_local_tasks(config: dict, experiments: dict, source: str) -> None:
             evaluation = find(name)
             tasks = [entry["task"] for entry in suites[evaluation.suite]["tasks"]] if evaluation.real_tasks else []
             if tasks and not set(tasks) & set(local):
-                raise ConfigError(f"{source}: experiments[{exp_id}]: evals {name} runs {', '.join(tasks)}, none of which "
+                raise ConfigError(f"{source}: experiments[{exp_id}]: evals {name} runs {', '.join(tasks)}, "
+                                  "none of which "
                                   f"has a local copy in {config['local_tasks']['manifest']}; add one or drop {name}")
 
 
@@ -733,16 +738,18 @@ def _check_genppl(config: dict, experiments: dict, source: str) -> None:
             from models.registry import model_config
 
             if experiments[judge]["data"] != config["corpus"]["id"]:
-                raise ConfigError(f"{source}: genppl.judges: experiment {judge!r} trains on {experiments[judge]['data']}; "
+                raise ConfigError(f"{source}: genppl.judges: experiment {judge!r} trains on "
+                                  f"{experiments[judge]['data']}; "
                                   "a judge scores free text: train it on the main corpus")
             model = experiments[judge]["model"]
             mismatch = ("arch", model.get("arch")) if model.get("arch") != "gpt2" else gpt2_mismatch(
                 model_config({k: v for k, v in model.items() if k != "seq_len"}, vocab_size=257,
                              seq_len=model["seq_len"])[1])
             if mismatch is not None:
-                raise ConfigError(f"{source}: genppl.judges: experiment {judge!r} has model.{mismatch[0]}={mismatch[1]}; a "
-                                  "judge trained here is exported to transformers' GPT2LMHeadModel: use a plain gpt2 "
-                                  "experiment")
+                raise ConfigError(f"{source}: genppl.judges: experiment {judge!r} "
+                                  f"has model.{mismatch[0]}={mismatch[1]}; "
+                                  "a judge trained here is exported to transformers' GPT2LMHeadModel: use a plain "
+                                  "gpt2 experiment")
             if "genppl" in experiments[judge]["evals"]:
                 raise ConfigError(f"{source}: experiments[{judge}]: the judge cannot be scored by itself; drop genppl "
                                   "from its evals")
@@ -828,8 +835,8 @@ def _check_dataset(ds_id: str, ds: dict, source: str) -> None:
                 raise ConfigError(f"{where}.corpus.pairs.local.{split}{'.' + key if key else ''}={path}: no such file; "
                                   "fix the path")
             if not key and Path(path).suffix not in (".jsonl", ".json", ".tsv"):
-                raise ConfigError(f"{where}.corpus.pairs.local.{split}={path}: a single pair file is .jsonl or .tsv; for "
-                                  "two line-aligned text files give {source: file, target: file}")
+                raise ConfigError(f"{where}.corpus.pairs.local.{split}={path}: a single pair file is .jsonl or .tsv; "
+                                  "for two line-aligned text files give {source: file, target: file}")
 
 
 def _check_corpus(corpus: dict, source: str, files: bool = True) -> None:

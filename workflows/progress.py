@@ -136,7 +136,8 @@ def start(dag, run_dir, environ=os.environ) -> Reporter | None:
     try:
         interval = float(text)
     except ValueError:
-        raise ReproError(f"REPRO_PROGRESS_INTERVAL={text}: give seconds between progress lines (0 turns them off)") from None
+        raise ReproError(f"REPRO_PROGRESS_INTERVAL={text}: give seconds between progress lines "
+                         "(0 turns them off)") from None
     runs = planned_runs(dag, run_dir)
     if not runs or interval <= 0:
         return None

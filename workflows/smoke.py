@@ -25,7 +25,8 @@ The shrink rule: per width field (``d_model``, ``d_concept``, ``mlp_hidden``, ``
 profile's distinct values, in order, become 32, 48, 64, ... (sizes stay distinct and ordered: a law's
 points stay apart, swept ids unique; a base, upstream, law grid or judge naming a renamed run follows it);
 every head or segment count 2, grouped key/value heads 1; depths, ratios, schedules, code books and chunk
-sizes stay; a window on a document stream at most ``SEQ`` tokens (a paired set's layout fixes its window: it stays); one seed per
+sizes stay; a window on a document stream at most ``SEQ`` tokens (a paired set's layout fixes its window: it stays); one
+seed per
 experiment. Training (``_train_value``): ``STEPS`` steps of 2 micro-batches of 2 sequences per process, a
 log line and a validation every step, a checkpoint and a weight snapshot (where the profile takes them)
 every 2; in defaults, overrides and sweeps alike, as evaluation sizes (``EVAL``). Data: ``DOCS`` documents
@@ -503,10 +504,12 @@ def _write_llama(folder: Path, model: dict, tokenizer) -> None:
     if model.get("rope_scaling"):
         rope = {**model["rope_scaling"], "rope_theta": model.get("rotary_base", 10000.0)}
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=model["d_model"], num_hidden_layers=model["n_layer"],
-                         num_attention_heads=model["n_head"], num_key_value_heads=model.get("n_kv_head") or model["n_head"],
+                         num_attention_heads=model["n_head"],
+                         num_key_value_heads=model.get("n_kv_head") or model["n_head"],
                          intermediate_size=model.get("mlp_hidden") or 4 * model["d_model"],
-                         max_position_embeddings=max(model["seq_len"], int(rope.get("factor", 1) *
-                                                                         rope.get("original_max_position_embeddings", 0))),
+                         max_position_embeddings=max(model["seq_len"],
+                                                     int(rope.get("factor", 1)
+                                                         * rope.get("original_max_position_embeddings", 0))),
                          rms_norm_eps=model.get("norm_eps", 1e-5),
                          rope_parameters=rope, tie_word_embeddings=False, attention_bias=bool(model.get("bias", False)),
                          mlp_bias=bool(model.get("bias", False)))

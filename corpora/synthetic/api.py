@@ -82,7 +82,7 @@ def enumerate_documents(cfg: WorldConfig, seed: int, limit: int = 200_000) -> It
     by_text: dict[str, list[float]] = {}
     for topic in (range(cfg.n_topics) if cfg.n_topics else [None]):
         prior = 0.0 if topic is None else -math.log(cfg.n_topics)
-        for run in enumerate_paths(lambda chooser: write_document(w, chooser, topic), limit):
+        for run in enumerate_paths(lambda chooser: write_document(w, chooser, topic), limit):  # noqa: B023 (used here)
             by_text.setdefault(run.marked().replace(MARK, ""), []).append(run.logprob + prior)
     for text, logps in by_text.items():
         top = max(logps)

@@ -34,7 +34,8 @@ import numpy as np
 from common.errors import ReproError
 from corpora.synthetic.chooser import Scorer
 from corpora.synthetic.config import WorldConfig
-from corpora.synthetic.doctypes import ENTRY_RELATIONS, OPENINGS, RECIPE_VERBS, STEP_OPENERS, STORY_VERBS, write_document
+from corpora.synthetic.doctypes import (ENTRY_RELATIONS, OPENINGS, RECIPE_VERBS, STEP_OPENERS, STORY_VERBS,
+                                        write_document)
 from corpora.synthetic.render import MARK
 from corpora.synthetic.world import world
 
@@ -228,7 +229,8 @@ def measure(cfg: WorldConfig, seed: int, encode, n_docs: int = 500, n_fit: int =
     by_kind = {k: {"plan": math.fsum(p["by_kind"].get(k, (0, 0))[0] for p in parts) / tokens,
                    "surface": math.fsum(p["by_kind"].get(k, (0, 0))[1] for p in parts) / tokens} for k in kinds}
     n_units = sum(len(p["units"]) for p in parts)
-    fit = [decompose(cfg, seed, d["text"])["units"] for d in itertools.islice(generate_split(cfg, "train", seed), n_fit)]
+    fit = [decompose(cfg, seed, d["text"])["units"]
+           for d in itertools.islice(generate_split(cfg, "train", seed), n_fit)]
     ngram = unit_ngram_entropy(fit, [p["units"] for p in parts], orders)
     return {
         "world": {k: v for k, v in vars(cfg).items()}, "seed": seed, "split": "valid", "documents": n_docs,

@@ -24,7 +24,8 @@ Eval names (``parse_eval``): ``cond`` (settings' temperature, default 0 = argmax
 the reference target, the generator completes the rest; j = K scores the tokenizer's own reconstruction,
 so the list from ``cond`` to ``cond_k<K>`` shows whether the coarse or the fine scales lose the score),
 ``cond_mbr<n>`` (n candidates per source at ``mbr_temperature``, the MBR choice scored; NFE = n x one
-sample's, as the paper counts; ``cond_mbr1`` is one such candidate, what MBR chooses among), ``cond_cfg<w>`` (NCM classifier-free guidance at scale w; 2 calls per
+sample's, as the paper counts; ``cond_mbr1`` is one such candidate, what MBR chooses among), ``cond_cfg<w>``
+(NCM classifier-free guidance at scale w; 2 calls per
 scale), combinable (``cond_mbr16_cfg1.5``). NFE is the number of network calls per generated target
 (one batch's calls; a batch is generated together), wall time covers every generation call.
 """
@@ -89,7 +90,8 @@ def test_examples(tokens_dir: Path, layout: dict, n: int) -> tuple[torch.Tensor,
     corpus_dir = tokens_dir.parent / "corpus"
     manifest = read_manifest(tokens_dir)
     if sha256_file(corpus_dir / "manifest.json") != manifest["corpus_sha256"]:
-        raise ConditionalEvalError(f"{corpus_dir}: not the corpus {tokens_dir} was made from; re-run the 'tokenize' rule")
+        raise ConditionalEvalError(f"{corpus_dir}: not the corpus {tokens_dir} was made from; "
+                                   "re-run the 'tokenize' rule")
     P, R = layout["source_len"], layout["source_len"] + layout["target_len"]
     tokens = open_split(tokens_dir, "test")
     with open(corpus_dir / "test.jsonl") as f:
@@ -187,16 +189,19 @@ def evaluate_conditional(final_dir: Path, tokenizer_path: Path, tokens_dir: Path
     tok = load_tokenizer(run_cfg["tokenizer"], Path(tokenizer_path))
     trained_with = (manifest.get("data") or {}).get("tokenizer_sha256")
     if trained_with and tok.sha256 != trained_with:
-        raise ConditionalEvalError(f"--tokenizer {tokenizer_path}: not the tokenizer the run in {final_dir} was trained "
-                                   f"with ({tok.sha256[:16]} vs {trained_with[:16]}); pass its dataset's tokenizer.json")
+        raise ConditionalEvalError(f"--tokenizer {tokenizer_path}: not the tokenizer the run in {final_dir} was "
+                                   f"trained with ({tok.sha256[:16]} vs {trained_with[:16]}); pass its dataset's "
+                                   "tokenizer.json")
     sources, targets, rows = test_examples(Path(tokens_dir), layout, settings["examples"])
     given = None
     if "scales" in variant:
         if kind != "ncm" or variant["scales"] > model.K:
-            raise ConditionalEvalError(f"{name}: completes the first {variant['scales']} real scales; an ncm run with at "
-                                       f"least that many scales (this is {kind}{f', K={model.K}' if kind == 'ncm' else ''})")
+            raise ConditionalEvalError(f"{name}: completes the first {variant['scales']} real scales; an ncm run "
+                                       "with at least that many scales "
+                                       f"(this is {kind}{f', K={model.K}' if kind == 'ncm' else ''})")
         with torch.no_grad():
-            given = [c.cpu() for c in model.tokenizer.encode(targets.to(next(model.parameters()).device))[:variant["scales"]]]
+            given = [c.cpu()
+                     for c in model.tokenizer.encode(targets.to(next(model.parameters()).device))[:variant["scales"]]]
     n_cand = variant.get("mbr", 1)
     temperature = settings["mbr_temperature"] if "mbr" in variant else settings["temperature"]
     utility = settings["mbr_utility"] or DEFAULT_UTILITY[task]

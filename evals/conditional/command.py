@@ -1,7 +1,8 @@
 """Conditional generation of a trained run on its paired test split, scored (the DAG's ``cond`` evaluations):
 the arguments and run of ``python -m workflows.cli eval-cond``.
 
-    python -m workflows.cli eval-cond --run-dir results/runs/ncm_wmt_s/seed0 --tokenizer results/data/world/tokenizer.json \\
+    python -m workflows.cli eval-cond --run-dir results/runs/ncm_wmt_s/seed0 \\
+        --tokenizer results/data/world/tokenizer.json \\
         --tokens results/data/world_translate/tokens --eval cond_mbr8 --settings '{"examples": 200}' \\
         --out results/runs/ncm_wmt_s/seed0/eval/cond_mbr8.json
 

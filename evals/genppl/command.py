@@ -5,8 +5,10 @@
         --tokenizer results/data/world/tokenizer.json --out results/judges/world_gpt2
 
     # the DAG's evaluation: sample from a run (NCM, masked diffusion or a token LM), then score
-    python -m workflows.cli eval-genppl --run-dir results/runs/ncm_s/seed0 --tokenizer results/data/world/tokenizer.json \\
-        --judge results/judges/judge_gpt2_ncm --settings '{"samples": 64, ...}' --out results/runs/ncm_s/seed0/eval/genppl.json
+    python -m workflows.cli eval-genppl --run-dir results/runs/ncm_s/seed0 \\
+        --tokenizer results/data/world/tokenizer.json \\
+        --judge results/judges/judge_gpt2_ncm --settings '{"samples": 64, ...}' \\
+        --out results/runs/ncm_s/seed0/eval/genppl.json
 
     # samples -> result JSON (Gen PPL per judge and their mean, entropy, world acceptance and exact NLL)
     python -m workflows.cli score-samples --samples results/runs/ncm_s/seed0/samples/k12.jsonl \\
@@ -81,11 +83,14 @@ def evaluate(a: argparse.Namespace) -> int:
 def score_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--samples", required=True, help="samples JSON lines ({'ids': [...], 'text': '...'} per line)")
     s.add_argument("--judge", action="append", required=True,
-                   help="judge: hub name (gpt2-large) or transformers folder; repeat for several (their mean is reported)")
+                   help="judge: hub name (gpt2-large) or transformers folder; repeat for several "
+                        "(their mean is reported)")
     s.add_argument("--model-tokenizer", required=True, help="the generator's tokenizer.json (or transformers name)")
-    s.add_argument("--run-dir", required=True, help="the generating run (or its final/): its manifest goes into the result")
+    s.add_argument("--run-dir", required=True,
+                   help="the generating run (or its final/): its manifest goes into the result")
     s.add_argument("--out", required=True, help="result JSON; its stem is the eval name")
-    s.add_argument("--world-settings", help="JSON corpus block of the synthetic world (default: the run's, when synthetic)")
+    s.add_argument("--world-settings",
+                   help="JSON corpus block of the synthetic world (default: the run's, when synthetic)")
     s.add_argument("--no-world", action="store_true", help="skip grammar acceptance even for a synthetic-world run")
     s.add_argument("--boundaries", choices=("eot", "document"), default="eot",
                    help="eot: samples are windows of the EOT-separated stream; document: each sample is one document")

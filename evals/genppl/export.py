@@ -70,7 +70,8 @@ def export_judge(run_dir: str | Path, tokenizer_path: str | Path, out_dir: str |
             raise GenPPLError(f"{final}: a {arch!r} run; only GPT-2 runs (model.arch: gpt2) export to a transformers "
                               "judge: train the judge experiment with arch gpt2")
         if not Path(tokenizer_path).is_file():
-            raise GenPPLError(f"--tokenizer {tokenizer_path}: not a tokenizer.json file; pass the BPE of the run's corpus")
+            raise GenPPLError(f"--tokenizer {tokenizer_path}: not a tokenizer.json file; "
+                              "pass the BPE of the run's corpus")
         model, tok, info = load_for_eval(final, Path(tokenizer_path), expect_arch="gpt2")
         model = model.float().cpu()
         hf_model = to_hf_gpt2(model, bos_token_id=tok.eot_id, eos_token_id=tok.eot_id, pad_token_id=tok.eot_id)
@@ -100,7 +101,8 @@ def export_judge(run_dir: str | Path, tokenizer_path: str | Path, out_dir: str |
         text = "Once upon a time" + loaded_tok.eos_token
         if diff > PARITY_TOL or loaded_tok(text, add_special_tokens=False)["input_ids"] != tok.encode_batch([text])[0]:
             raise GenPPLError(f"{final}: the exported judge does not reproduce the run (max |logit difference| "
-                              f"{diff:.3g}, tolerance {PARITY_TOL}, or the tokenizer encodes differently); report a bug")
+                              f"{diff:.3g}, tolerance {PARITY_TOL}, or the tokenizer encodes differently); "
+                              "report a bug")
         atomic_write_json(tmp / "judge_manifest.json", {
             "experiment": info["experiment"], "seed": info["seed"], "source": str(final),
             "checkpoint_sha256": info["checkpoint_sha256"], "tokenizer_sha256": info["tokenizer_sha256"],

@@ -86,7 +86,8 @@ class Protocol:
         if self.batch_size < 1:
             raise GenPPLError(f"batch_size={self.batch_size}: use a positive batch size")
         if self.pad_eos not in ("exclude", "duo"):
-            raise GenPPLError(f"pad_eos={self.pad_eos!r}: use 'exclude' (batch invariant) or 'duo' (the reference mask)")
+            raise GenPPLError(f"pad_eos={self.pad_eos!r}: use 'exclude' (batch invariant) or 'duo' "
+                              "(the reference mask)")
         if not 0.0 <= self.max_unknown_rate < 1.0:
             raise GenPPLError(f"max_unknown_rate={self.max_unknown_rate}: use a fraction in [0, 1)")
         if self.dtype not in ("float32", "bfloat16", "float16"):
@@ -236,7 +237,8 @@ def read_samples(path: str | Path, tokenizer: ModelTokenizer) -> Samples:
             sample = row["ids"]
             if not sample:
                 raise GenPPLError(f"{path}:{n}: empty sample (no ids); drop it or fix the sampler")
-            bad = [i for i in sample if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < tokenizer.vocab_size]
+            bad = [i for i in sample
+                   if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < tokenizer.vocab_size]
             if bad:
                 bad = bad[0]
                 raise GenPPLError(f"{path}:{n}: id {bad!r} is not a token of the model tokenizer "
@@ -297,9 +299,9 @@ def load_judge(name_or_path: str | Path, device: str | torch.device = "cpu", dty
     path = Path(name)
     if path.exists():
         if path.is_dir() and _is_run_folder(path):
-            raise GenPPLError(f"--judge {name}: a training run of this suite, not a transformers model folder; export it "
-                              f"first with `python -m workflows.cli export-judge --run-dir {path} --tokenizer TOKENIZER "
-                              "--out DIR` and pass DIR")
+            raise GenPPLError(f"--judge {name}: a training run of this suite, not a transformers model folder; "
+                              f"export it first with `python -m workflows.cli export-judge --run-dir {path} "
+                              "--tokenizer TOKENIZER --out DIR` and pass DIR")
         if not (path.is_dir() and (path / "config.json").is_file()):
             raise GenPPLError(f"--judge {name}: not a transformers model folder (no config.json); pass a folder with "
                               "config.json, weights and tokenizer files, or a hub name")

@@ -136,8 +136,8 @@ def test_windows(tokens_dir: Path, seq_len: int, n: int) -> torch.Tensor:
 
     tokens = open_split(Path(tokens_dir), "test")
     if len(tokens) < n * seq_len:
-        raise GenPPLError(f"{tokens_dir}: the test split has {len(tokens)} tokens, fewer than {n} windows of {seq_len}; "
-                          "lower genppl.samples")
+        raise GenPPLError(f"{tokens_dir}: the test split has {len(tokens)} tokens, fewer than {n} windows of "
+                          f"{seq_len}; lower genppl.samples")
     return torch.from_numpy(np.asarray(tokens[:n * seq_len], dtype=np.int64).reshape(n, seq_len))
 
 
@@ -164,7 +164,8 @@ def _diagnostic(model, variant: dict, tokens_dir: Path | None, manifest: dict, f
 
 def evaluate_genppl(final_dir: Path, tokenizer_path: Path, judges: list[str], out_path: Path, settings: dict,
                     variant: dict | None = None, tokens_dir: Path | None = None, device: str | None = None) -> dict:
-    """Sample from the run in ``final_dir`` (or the run folder above it), write ``<out stem>.samples.jsonl`` and score them into ``out_path``."""
+    """Sample from the run in ``final_dir`` (or the run folder above it), write ``<out stem>.samples.jsonl`` and
+    score them into ``out_path``."""
     from evals.genppl.score import run_and_tokenizer, score_samples
     from evals.perplexity import load_trained
 
@@ -190,11 +191,13 @@ def evaluate_genppl(final_dir: Path, tokenizer_path: Path, judges: list[str], ou
     atomic_write_text(samples_path, "".join(json.dumps({"ids": row, "text": text}) + "\n"
                                             for row, text in zip(ids, tok.decode_batch(ids))))
     n = len(ids)
-    sampler = {"metrics": {"model/params": manifest["non_embedding_params"], "samples/nfe": drawn["nfe"], "samples/time_s": drawn["time_s"],
-                           "samples/time_per_sample_s": drawn["time_s"] / n, "samples/batch_size": settings["batch_size"],
+    sampler = {"metrics": {"model/params": manifest["non_embedding_params"], "samples/nfe": drawn["nfe"],
+                           "samples/time_s": drawn["time_s"], "samples/time_per_sample_s": drawn["time_s"] / n,
+                           "samples/batch_size": settings["batch_size"],
                            "samples/steps": drawn["steps"] or drawn["nfe"]},
                "details": {"kind": drawn["kind"], "variant": variant, "samples_file": samples_path.name,
                            "device": str(device),
                            "threads": torch.get_num_threads(), **{k: settings[k] for k in sorted(settings)}}}
-    return score_samples(samples_path, judges, tokenizer_path, final_dir, out_path, batch_size=settings["judge_batch_size"],
+    return score_samples(samples_path, judges, tokenizer_path, final_dir, out_path,
+                         batch_size=settings["judge_batch_size"],
                          device=str(device), sampler=sampler, loaded_judges=loaded)

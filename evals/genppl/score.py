@@ -31,7 +31,8 @@ def _world_settings(path: str | Path | None, manifest: dict, use_world: bool) ->
             settings = json.loads(Path(path).read_text())
         except (OSError, json.JSONDecodeError) as e:
             raise GenPPLError(f"--world-settings {path}: unreadable ({e}); pass the corpus's data settings.json or its "
-                              "corpus block as JSON: {\"source\": \"synthetic\", \"seed\": 0, \"synthetic\": {}}") from e
+                              "corpus block as JSON: "
+                              "{\"source\": \"synthetic\", \"seed\": 0, \"synthetic\": {}}") from e
         corpus = settings.get("corpus", settings) if isinstance(settings, dict) else settings
         source = corpus.get("source") if isinstance(corpus, dict) else None
         if source is not None and source != "synthetic":  # a real corpus: there is no grammar to judge against
@@ -90,7 +91,8 @@ def score_samples(samples_path: str | Path, judges: list[str], model_tokenizer: 
                    run=str(final))
     if world is not None:
         cfg, seed = world
-        q = world_quality(samples.texts, cfg, seed, tok, boundaries=boundaries, eos_text=tok.eos_text or "<|endoftext|>")
+        q = world_quality(samples.texts, cfg, seed, tok, boundaries=boundaries,
+                          eos_text=tok.eos_text or "<|endoftext|>")
         metrics.update({f"world/{k}": q[k] for k in WORLD_METRICS})
         details["world"] = {**q, "settings_from": settings_source}
     else:

@@ -157,7 +157,8 @@ class ReproLM(TemplateLM):
         if not isinstance(batch_size, int) or batch_size < 1:
             raise HarnessError(f"batch_size must be a positive integer, got {batch_size!r} ('auto' is not supported)")
         if not 1 <= rolling_context_len <= max_length:
-            raise HarnessError(f"rolling_context_len must be in [1, max_length={max_length}], got {rolling_context_len}")
+            raise HarnessError(f"rolling_context_len must be in [1, max_length={max_length}], "
+                               f"got {rolling_context_len}")
         if getattr(model, "CAUSAL_LM", True) is False:
             raise HarnessError(f"{type(model).__name__} is not a causal language model (log p(x_t | x_<t) is not "
                                "its output); lm-eval scores causal LMs only: evaluate it with its own sampler")

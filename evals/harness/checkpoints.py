@@ -55,8 +55,9 @@ def load_for_eval(final_dir: Path, tokenizer_path: Path, expect_arch: str | None
         raise HarnessError(f"{final_dir}/manifest.json records no tokenizer (written by an older version); delete "
                            f"{final_dir} and re-run the 'pretrain' rule")
     if tok.sha256 != trained_with:
-        raise HarnessError(f"{tokenizer_path}: tokenizer {tok.sha256[:16]} is not the one the checkpoint in {final_dir} "
-                           f"was trained with ({trained_with[:16]}); pass the tokenizer of the run's corpus")
+        raise HarnessError(f"{tokenizer_path}: tokenizer {tok.sha256[:16]} is not the one the checkpoint in "
+                           f"{final_dir} was trained with ({trained_with[:16]}); pass the tokenizer of the "
+                           "run's corpus")
     if tok.vocab_size != manifest["vocab_size"]:
         raise HarnessError(f"{tokenizer_path}: tokenizer has {tok.vocab_size} tokens, the checkpoint in {final_dir} "
                            f"was trained with {manifest['vocab_size']}; pass the tokenizer of the run's corpus")

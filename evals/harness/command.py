@@ -38,7 +38,8 @@ def arguments(p: argparse.ArgumentParser, evaluation=None) -> None:
                    help="comma-separated suites (evals/tasks/suites.yaml) and/or lm-eval tasks"
                         + (f" (default: {suite})" if suite else ""))
     p.add_argument("--out", required=True, help="result JSON; its stem is the eval name (e.g. eval/embedded.json)")
-    p.add_argument("--task-dir", action="append", default=[], help="folder of task YAMLs (repeatable), e.g. embedded tasks")
+    p.add_argument("--task-dir", action="append", default=[],
+                   help="folder of task YAMLs (repeatable), e.g. embedded tasks")
     p.add_argument("--limit", type=_limit, help="documents per task (testing only; recorded in the result)")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--num-fewshot", type=int, help="override every task's n-shot")

@@ -202,7 +202,8 @@ def _task_manager(task_dirs: list[Path], names: list[str]):
             close = difflib.get_close_matches(unknown[0], tm.all_tasks, n=3)
             from evals.harness.suites import load_suites
             raise HarnessError(f"unknown task {unknown[0]!r}: not a suite ({', '.join(sorted(load_suites()))}), "
-                               f"not in --task-dir, not an lm-eval task" + (f"; did you mean {close}?" if close else ""))
+                               f"not in --task-dir, not an lm-eval task"
+                               + (f"; did you mean {close}?" if close else ""))
     return tm
 
 

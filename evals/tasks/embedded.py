@@ -143,7 +143,8 @@ def document_blanks(doc: dict, min_gap: int, max_context_chars: int) -> list[dic
         recent = doc["text"][starts[max(0, r - min_gap)]:word_start]
         if len(context) > max_context_chars or word in _words(recent) or word not in _words(context):
             continue
-        blanks.append({"record": r, "word": word, "category": category, "slot": slot, "context": context, "target": target,
+        blanks.append({"record": r, "word": word, "category": category, "slot": slot, "context": context,
+                       "target": target,
                        "sentence_start": starts[r], "sentence": sentence, "answer": rec.get("mood") == "answer"})
     return blanks
 
@@ -281,7 +282,8 @@ def build_embedded_tasks(world: dict, seed: int, out_dir: str | Path, *, split: 
 def arguments(p: argparse.ArgumentParser) -> None:
     """``python -m workflows.cli world-tasks``'s options."""
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--settings", help="data settings JSON with corpus.source=synthetic, corpus.seed, corpus.synthetic")
+    src.add_argument("--settings",
+                     help="data settings JSON with corpus.source=synthetic, corpus.seed, corpus.synthetic")
     src.add_argument("--world", help="WorldConfig fields as JSON (with --seed)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True)

@@ -236,7 +236,8 @@ def _hellaswag_llamacpp(lines: list[str], path: Path) -> list[dict]:
 def _piqa_original(rows: list[dict], path: Path, spec: dict) -> list[dict]:
     labels_path = spec.get("labels")
     if not labels_path:
-        raise HarnessError(f"local data for piqa: format piqa_original needs 'labels: <valid-labels.lst>' beside {path}")
+        raise HarnessError(f"local data for piqa: format piqa_original needs 'labels: <valid-labels.lst>' "
+                           f"beside {path}")
     labels_path = Path(labels_path)
     if not labels_path.is_file():
         raise HarnessError(f"{labels_path}: labels file not found (local data for piqa)")
@@ -294,15 +295,18 @@ LOCAL_TASKS: dict[str, LocalTask] = {
                       {"llmfoundry": _piqa_llmfoundry, "piqa_original": None}, approximate=("llmfoundry",), rows=1838),
     "arc_easy": LocalTask("arc/arc_easy.yaml", "test", _hf_arc, {"ai2": _arc_ai2, "llmfoundry": _arc_llmfoundry},
                           rows=2376),
-    "arc_challenge": LocalTask("arc/arc_challenge.yaml", "test", _hf_arc, {"ai2": _arc_ai2, "llmfoundry": _arc_llmfoundry},
+    "arc_challenge": LocalTask("arc/arc_challenge.yaml", "test", _hf_arc,
+                               {"ai2": _arc_ai2, "llmfoundry": _arc_llmfoundry},
                                rows=1172),
     "hellaswag": LocalTask("hellaswag/hellaswag.yaml", "validation", _hf_hellaswag, {"llamacpp": None},
                            approximate=("llamacpp",), rows=10042),
-    "winogrande": LocalTask("winogrande/default.yaml", "validation", _hf_winogrande, {"llmfoundry": _winogrande_llmfoundry},
+    "winogrande": LocalTask("winogrande/default.yaml", "validation", _hf_winogrande,
+                            {"llmfoundry": _winogrande_llmfoundry},
                             rows=1267),
     "boolq": LocalTask("super_glue/boolq/default.yaml", "validation", _hf_boolq, {"boolq_original": _boolq_original},
                        rows=3270),
-    "openbookqa": LocalTask("openbookqa/openbookqa.yaml", "test", _hf_openbookqa, {"llmfoundry": _openbookqa_llmfoundry},
+    "openbookqa": LocalTask("openbookqa/openbookqa.yaml", "test", _hf_openbookqa,
+                            {"llmfoundry": _openbookqa_llmfoundry},
                             rows=500),
     "wikitext": LocalTask("wikitext/wikitext.yaml", "test", _hf_wikitext, {"raw": None, "tokens": None},
                           approximate=("tokens",), rows=62, not_comparable={"tokens": _TOKENIZED},
@@ -350,7 +354,8 @@ def read_config(path: str | Path, root: str | Path | None = None) -> dict[str, d
             raise HarnessError(f"{path}: tasks.{task} needs 'path' (and optionally 'format', 'labels', 'sha256', "
                                f"'exact', 'note'); unknown keys {sorted(unknown)}")
         sha = spec.get("sha256")
-        if sha is not None and not (isinstance(sha, str) and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)):
+        if sha is not None and not (isinstance(sha, str) and len(sha) == 64
+                                    and all(c in "0123456789abcdef" for c in sha)):
             raise HarnessError(f"{path}: tasks.{task}.sha256 must be the file's 64 lower-case hex digits, quoted "
                                f"(got {sha!r}); `sha256sum FILE` prints it")
         formats = ["hf", *LOCAL_TASKS[task].converters]

@@ -176,7 +176,8 @@ def test_bad_concept_settings_fail_profile_validation(override, message):
     from workflows.experiments import ConfigError, validate
 
     profile = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
-    ok = {"id": "concept_s", "base": "base_gpt2_s", "overrides": {"model.arch": "conceptlm_gpt2", "model.chunk_size": 4}}
+    ok = {"id": "concept_s", "base": "base_gpt2_s",
+          "overrides": {"model.arch": "conceptlm_gpt2", "model.chunk_size": 4}}
     validate({**profile, "experiments": profile["experiments"] + [ok]})
     bad = copy.deepcopy(ok)
     bad["overrides"].update(override)

@@ -52,7 +52,8 @@ def test_pm_and_conceptlm_rows_start_as_section_4_3_says(checkpoint, run_cfg, ti
     plain = trainer(run_cfg, tiny_data, tmp_path / "a")(folder).model
     pm = trainer(run_cfg, tiny_data, tmp_path / "b", n_layer=5)(folder).model
     for ours, source in zip(pm.blocks, [0, 0, 1, 1, 2], strict=True):  # L0 | copies of L0, L1 | L1, L2
-        assert all(torch.equal(a, b) for a, b in zip(ours.state_dict().values(), plain.blocks[source].state_dict().values()))
+        assert all(torch.equal(a, b)
+                   for a, b in zip(ours.state_dict().values(), plain.blocks[source].state_dict().values()))
     concept = trainer(run_cfg, tiny_data, tmp_path / "c", arch="conceptlm_llama", concept_layers=2,
                       chunk_size=4)(folder).model
     for concept_block, block in zip(concept.concept_blocks, plain.blocks[:2], strict=True):
@@ -63,7 +64,8 @@ def test_pm_and_conceptlm_rows_start_as_section_4_3_says(checkpoint, run_cfg, ti
 def test_another_shape_or_an_unloadable_source_is_one_line_naming_the_key(checkpoint, run_cfg, tiny_data, tmp_path,
                                                                          monkeypatch):
     folder, _ = checkpoint
-    with pytest.raises(ReproError, match=r"train.init_from=.*: model.d_model is 32, the checkpoint's 64; set it to the"):
+    with pytest.raises(ReproError, match=r"train.init_from=.*: model.d_model is 32, "
+                                         r"the checkpoint's 64; set it to the"):
         trainer(run_cfg, tiny_data, tmp_path / "a", d_model=32, n_head=2, n_kv_head=1)(folder)
     with pytest.raises(ReproError, match=r"model.n_kv_head is 4, the checkpoint's 2"):
         trainer(run_cfg, tiny_data, tmp_path / "b", n_kv_head=None)(folder)

@@ -45,7 +45,8 @@ BAD = [
     (lambda c: c["datasets"].update(corpus=c["datasets"]["sudoku"]), "names the main corpus"),
     (lambda c: _entry(c, "ncm_wmt_s").update(upstream="ncm_lm_xsum"),  # same tokenizer file, other data: allowed...
      None),
-    (lambda c: (c["datasets"]["world_summary"].update(tokenizer={"kind": "bpe", "vocab_size": 2048, "min_frequency": 2}),
+    (lambda c: (c["datasets"]["world_summary"].update(tokenizer={"kind": "bpe", "vocab_size": 2048,
+                                                                 "min_frequency": 2}),
                 _entry(c, "ncm_wmt_s").update(upstream="ncm_lm_xsum")),
      "build on a run of the same tokenizer"),  # ...but another tokenizer is refused
     (lambda c: c["genppl"].update(judges=["ar_wmt_s"]), "train it on the main corpus"),

@@ -57,7 +57,8 @@ def test_targets_are_cut_at_the_first_end_of_text(tiny_pairs):
 
     tok = load_tokenizer({"kind": "bpe"}, tiny_pairs["tokenizer"])
     ids = tok.encode_batch(["the cat"])[0]
-    assert decode_targets(tok, torch.tensor([ids + [0, 5, 6], ids + [7, 8, 9]])) == ["the cat", tok.decode(ids + [7, 8, 9])]
+    assert decode_targets(tok, torch.tensor([ids + [0, 5, 6], ids + [7, 8, 9]])) == \
+        ["the cat", tok.decode(ids + [7, 8, 9])]
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +80,8 @@ def trained_pair_run(tiny_pairs, tmp_path_factory):
 def test_a_paired_run_is_evaluated_end_to_end(tiny_pairs, trained_pair_run, tmp_path, name):
     out = tmp_path / f"{name}.json"
     settings = {"examples": 7, "batch_size": 3}
-    r = evaluate_conditional(trained_pair_run / "final", tiny_pairs["tokenizer"], tiny_pairs["tokens"], out, settings, name)
+    r = evaluate_conditional(trained_pair_run / "final", tiny_pairs["tokenizer"], tiny_pairs["tokens"], out, settings,
+                             name)
     m = r["metrics"]
     n_cand = 3 if name == "cond_mbr3" else 1
     # MBR's candidates, one of them too (cond_mbr1), are drawn at mbr_temperature; cond decodes at temperature

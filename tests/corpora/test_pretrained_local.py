@@ -45,7 +45,8 @@ def test_a_tokenizer_json_folder_encodes_as_the_file_does(tmp_path):
     raw = Tokenizer(models.BPE())
     raw.pre_tokenizer, raw.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
     raw.train_from_iterator(["the cat sat on the mat"] * 20, trainers.BpeTrainer(
-        vocab_size=300, special_tokens=[EOT], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+        vocab_size=300, special_tokens=[EOT], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False))
     (tmp_path / "neox").mkdir()
     raw.save(str(tmp_path / "neox" / "tokenizer.json"))
     tok = pretrained(tmp_path / "neox")

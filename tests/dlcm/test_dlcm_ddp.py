@@ -36,7 +36,7 @@ def test_global_parser_statistics_are_the_pooled_batches_across_two_processes(tm
     (p0, b0), (p1, b1) = batch(0), batch(1)
     pooled = ratio_loss(torch.cat([b0, b1]).mean(), torch.cat([p0, p1]).mean(), R)
     results = [torch.load(tmp_path / f"out.{rank}") for rank in (0, 1)]
-    for rank, (p, b) in enumerate(((p0, b0), (p1, b1))):
+    for rank, (p, _b) in enumerate(((p0, b0), (p1, b1))):
         torch.testing.assert_close(results[rank]["loss"], pooled)
         # gradient: through the local mean of p only, at the global F (the value uses the global G)
         local = p.clone().requires_grad_()

@@ -133,7 +133,8 @@ def test_rotary_cross_positions_need_replication_and_make_recency_visible():
     """cross_positions: rotary places each replicated key at its copy's token position, so the scores of a
     query depend on how far back each copy is; the explicit-mask reference has no such position: refused."""
     with pytest.raises(ValueError, match="cross_positions='rotary' places a concept's keys at the positions of "
-                                         "its copies, which only replication has; set model.decoder_attention: replicate"):
+                                         "its copies, which only replication has; "
+                                         "set model.decoder_attention: replicate"):
         build("dlcm_gpt2", decoder_attention="mask", cross_positions="rotary")
     attn = build("dlcm_gpt2-xrope").cross_blocks[0].attn
     x, z = torch.randn(1, 6, 16), torch.randn(1, 3, 32)

@@ -24,7 +24,8 @@ def test_every_row_gets_the_arms_medians_and_the_caveats_of_its_device(tmp_path)
     record = evaluate_kernel("bench", settings, out)
     assert json.loads(out.read_text()) == record
     jsonschema.validate(record, SCHEMA)
-    assert sorted(record["metrics"]) == sorted(f"{r}/{c}_ms" for r in ("s256_h32", "s1k_h32") for c in ("flex", "flash", "mask"))
+    assert sorted(record["metrics"]) == sorted(f"{r}/{c}_ms" for r in ("s256_h32", "s1k_h32")
+                                               for c in ("flex", "flash", "mask"))
     assert all(value > 0 for value in record["metrics"].values())
     case = record["details"]["cases"]["s1k_h32"]
     assert (case["seq_len"], case["interval"], case["hidden"], case["concepts"]) == (1024, 6, 32, 171)

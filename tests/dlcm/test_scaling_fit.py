@@ -108,5 +108,6 @@ def test_the_report_caption_says_when_the_constants_are_not_identifiable():
                               {"identifiability": {"not_recovered": ["A_token", "t_token"]}}, ["t_data"])
     assert lost == ("Constants not identifiable from this grid (synthetic losses from the fitted constants give back "
                     "wrong A_token, t_token): only the prediction errors are reported.")
-    assert constants_sentence({"law/constants_identifiable": 1.0}, {}, ["t_data"]) == "Not determined by this grid: t_data."
+    assert constants_sentence({"law/constants_identifiable": 1.0}, {}, ["t_data"]) == \
+        "Not determined by this grid: t_data."
     assert constants_sentence({}, {}, []) == "Every constant is determined."

@@ -97,7 +97,8 @@ def test_score_end_to_end_with_the_exported_judge(judge_run, exported, tmp_path)
     tokens = sum(len(row) - 1 for row in ids)  # each row: EOT doc EOT -> the doc's tokens + its closing EOT
     assert m["world/nll_per_token"] == pytest.approx(-math.fsum(d["logprob"] for d in docs) / tokens)
     assert r["details"]["judges"]["judge"]["exported_from"]["experiment"] == "judge_tiny"
-    assert r["details"]["protocol"]["max_length"] == 32 and r["details"]["world"]["settings_from"].endswith("world.json")
+    assert (r["details"]["protocol"]["max_length"] == 32
+            and r["details"]["world"]["settings_from"].endswith("world.json"))
     # a real corpus has no grammar: the world is skipped and says why; the run's own corpus is not synthetic
     (tmp_path / "lm1b.json").write_text(json.dumps({"corpus": {"id": "lm1b", "source": "hf", "seed": 0}}))
     for extra in (["--world-settings", str(tmp_path / "lm1b.json")], []):

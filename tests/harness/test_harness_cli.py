@@ -41,7 +41,8 @@ def test_result_json_is_complete_and_traceable(world_run, embedded_dir, tmp_path
         assert isinstance(m[key], float), key
     assert m["embedded_ppl/ppl"] == m["embedded_ppl/word_perplexity"]
     assert d["table_metrics"]["embedded_ppl/ppl"]["metric"] == "word_perplexity"
-    assert d["harness"]["lm_eval"] == metadata.version("lm-eval") and d["harness"]["model_info"]["adapter"] == "concept-repro"
+    assert (d["harness"]["lm_eval"] == metadata.version("lm-eval")
+            and d["harness"]["model_info"]["adapter"] == "concept-repro")
     assert d["limit"] == 6 and d["seeds"]["fewshot_random_seed"] == 1234 and d["batch_size"] == 8
     for task in ("embedded_cloze", "embedded_choice", "embedded_ppl"):
         t = d["tasks"][task]
@@ -138,19 +139,22 @@ def test_bad_input_fails_before_evaluation(world_run, harness_run, embedded_dir,
                                "embedded", "--task-dir", str(embedded_dir), "--out", str(out)]),
                  "model family 'retired_family', which is not registered", out)
     (tmp_path / "local.yaml").write_text(f"root: {tmp_path}\ntasks:\n  piqa: {{path: missing.jsonl}}\n")
-    expect_error(capsys, cli(world_run, embedded_dir, out, "--tasks", "piqa", "--local-data", str(tmp_path / "local.yaml")),
+    expect_error(capsys, cli(world_run, embedded_dir, out, "--tasks", "piqa", "--local-data",
+                             str(tmp_path / "local.yaml")),
                  "missing.jsonl: file of task piqa not found; fix tasks.piqa.path", out)
 
 
 @pytest.mark.slow
 def test_unknown_task_names_the_nearest(world_run, embedded_dir, tmp_path, capsys):
     out = tmp_path / "x.json"
-    expect_error(capsys, cli(world_run, embedded_dir, out, "--tasks", "embeded_cloze"), "unknown task 'embeded_cloze'", out)
+    expect_error(capsys, cli(world_run, embedded_dir, out, "--tasks", "embeded_cloze"), "unknown task 'embeded_cloze'",
+                 out)
 
 
 def test_local_verification_skips_without_its_data(world_run, embedded_dir, tmp_path, capsys):
     out = tmp_path / "x.json"
-    assert cli(world_run, embedded_dir, out, "--tasks", "conceptlm_zeroshot", "--local-only", "--local-data", str(EXAMPLE_CONFIG),
+    assert cli(world_run, embedded_dir, out, "--tasks", "conceptlm_zeroshot", "--local-only", "--local-data",
+               str(EXAMPLE_CONFIG),
                "--local-root", str(tmp_path / "absent"), "--skip-missing-root") == 0
     assert "skipped" in capsys.readouterr().out and not out.exists()
 

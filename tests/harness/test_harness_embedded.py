@@ -71,7 +71,8 @@ def test_cli_refuses_a_real_corpus(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and "synthetic" in err and "\n" not in err
     settings.write_text(json.dumps({"corpus": {"id": "w", "source": "synthetic", "seed": 3, "synthetic": SMALL_WORLD}}))
-    assert cli_main(["world-tasks", "--settings", str(settings), "--out", str(tmp_path / "t"), "--n-items", "5", "--n-ppl-docs", "3"]) == 0
+    assert cli_main(["world-tasks", "--settings", str(settings), "--out", str(tmp_path / "t"), "--n-items", "5",
+                     "--n-ppl-docs", "3"]) == 0
     assert json.loads((tmp_path / "t" / "manifest.json").read_text())["seed"] == 3
 
 

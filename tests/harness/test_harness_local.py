@@ -18,28 +18,36 @@ PASSAGE = "The sky appears blue because air scatters short wavelengths more than
 # task -> (HF-format row, {format: (file content, extra config)})
 CASES = {
     "lambada_openai": ({"text": "she looked at the old map and pointed to the harbor"},
-                       {"llmfoundry": ({"context": "she looked at the old map and pointed to the", "continuation": "harbor"}, {})}),
+                       {"llmfoundry": ({"context": "she looked at the old map and pointed to the",
+                                        "continuation": "harbor"}, {})}),
     "piqa": ({"goal": "open a jar", "sol1": "twist the lid", "sol2": "eat the lid", "label": 0},
-             {"piqa_original": ({"goal": "open a jar", "sol1": "twist the lid", "sol2": "eat the lid"}, {"labels": "0\n"}),
-              "llmfoundry": ({"query": "Question: open a jar\n", "choices": ["twist the lid", "eat the lid"], "gold": 0}, {})}),
+             {"piqa_original": ({"goal": "open a jar", "sol1": "twist the lid", "sol2": "eat the lid"},
+                                {"labels": "0\n"}),
+              "llmfoundry": ({"query": "Question: open a jar\n", "choices": ["twist the lid", "eat the lid"],
+                              "gold": 0}, {})}),
     "arc_easy": ({"id": "q1", "question": "Which is a fruit?", "answerKey": "B",
                   "choices": {"text": ["rock", "apple", "car"], "label": ["A", "B", "C"]}},
                  {"ai2": ({"id": "q1", "answerKey": "B", "question": {"stem": "Which is a fruit?", "choices": [
-                     {"text": "rock", "label": "A"}, {"text": "apple", "label": "B"}, {"text": "car", "label": "C"}]}}, {}),
-                  "llmfoundry": ({"query": "Question: Which is a fruit?", "choices": ["rock", "apple", "car"], "gold": 1}, {})}),
+                     {"text": "rock", "label": "A"}, {"text": "apple", "label": "B"},
+                     {"text": "car", "label": "C"}]}}, {}),
+                  "llmfoundry": ({"query": "Question: Which is a fruit?", "choices": ["rock", "apple", "car"],
+                                  "gold": 1}, {})}),
     "hellaswag": ({"activity_label": "Roof shingle removal", "ctx_a": "A man is sitting on a roof.", "ctx_b": "he",
                    "endings": ENDINGS, "label": "3"},
-                  {"llamacpp": ("Roof shingle removal: A man is sitting on a roof. he\n3\n" + "\n".join(ENDINGS) + "\n", {})}),
+                  {"llamacpp": ("Roof shingle removal: A man is sitting on a roof. he\n3\n" + "\n".join(ENDINGS) + "\n",
+                                {})}),
     "winogrande": ({"sentence": "Sarah was a much better surgeon than Maria so _ always got the harder cases.",
                     "option1": "Sarah", "option2": "Maria", "answer": "2"},
                    {"llmfoundry": ({"context_options": ["Sarah was a much better surgeon than Maria so Sarah",
                                                         "Sarah was a much better surgeon than Maria so Maria"],
                                     "continuation": "always got the harder cases.", "gold": 1}, {})}),
     "boolq": ({"passage": PASSAGE, "question": "is the sky blue", "label": 1, "idx": 0},
-              {"boolq_original": ({"passage": PASSAGE, "question": "is the sky blue", "answer": "True", "title": "Sky"}, {})}),
+              {"boolq_original": ({"passage": PASSAGE, "question": "is the sky blue", "answer": "True",
+                                   "title": "Sky"}, {})}),
     "openbookqa": ({"id": "o1", "question_stem": "Predators eat", "answerKey": "C",
                     "choices": {"text": ["lions", "humans", "bunnies", "grass"], "label": ["A", "B", "C", "D"]}},
-                   {"llmfoundry": ({"query": "Predators eat", "choices": ["lions", "humans", "bunnies", "grass"], "gold": 2}, {})}),
+                   {"llmfoundry": ({"query": "Predators eat", "choices": ["lions", "humans", "bunnies", "grass"],
+                                    "gold": 2}, {})}),
     "wikitext": ({"page": " = Art = \n \n The art @-@ form is old . \n"},
                  {"raw": (" \n = Art = \n \n The art @-@ form is old . \n", {}),
                   "tokens": (" \n = Art = \n \n The art @-@ form is old . \n", {})}),
@@ -109,9 +117,10 @@ def test_a_changed_copy_or_a_declared_subset_is_said(tmp_path):
     manifest = prepare_local_tasks({"piqa": {**spec, "exact": False, "note": "our own subset"}}, tmp_path / "t")
     assert manifest["piqa"]["exact"] is False and "our own subset" in manifest["piqa"]["why"]
     for entry, match in (("{path: x.jsonl, exact: true}", "only 'exact: false' may be given"),
-                         ("{path: x.jsonl, format: piqa_orignal}", r"tasks.piqa.format 'piqa_orignal' is unknown; use one "
-                                                                     r"of \['hf', 'llmfoundry', 'piqa_original'\]"),
-                         ("{path: x.jsonl, sha256: 1234567}", "sha256 must be the file's 64 lower-case hex digits, quoted"),
+                         ("{path: x.jsonl, format: piqa_orignal}", r"tasks.piqa.format 'piqa_orignal' is unknown; use "
+                                                                   r"one of \['hf', 'llmfoundry', 'piqa_original'\]"),
+                         ("{path: x.jsonl, sha256: 1234567}", "sha256 must be the file's 64 lower-case hex digits, "
+                                                              "quoted"),
                          ("{path: x.jsonl, sha256: " + "0" * 64 + "}", "sha256 must be .* quoted \\(got 0\\)")):
         (tmp_path / "cfg.yaml").write_text(f"tasks:\n  piqa: {entry}\n")
         with pytest.raises(HarnessError, match=match):
@@ -136,7 +145,8 @@ def test_bad_local_data_is_a_one_line_error(tmp_path):
     piqa = CASES["piqa"][0]
     one_line_error({"piqa": {"path": str(tmp_path / "nope.jsonl"), "format": "hf"}}, tmp_path, "not found")
     bad = {k: v for k, v in piqa.items() if k != "sol2"}
-    one_line_error({"piqa": write(tmp_path / "a", "piqa", "hf", bad, {})}, tmp_path, r"piqa.jsonl:1: missing field 'sol2'")
+    one_line_error({"piqa": write(tmp_path / "a", "piqa", "hf", bad, {})}, tmp_path,
+                   r"piqa.jsonl:1: missing field 'sol2'")
     one_line_error({"piqa": write(tmp_path / "b", "piqa", "hf", "goal,sol1\nx,y\n", {})}, tmp_path, "not JSON lines")
     one_line_error({"piqa": write(tmp_path / "c", "piqa", "hf", {**piqa, "label": 2}, {})}, tmp_path, "label=2")
     one_line_error({"piqa": {**write(tmp_path / "d", "piqa", "hf", piqa, {}), "format": "csvish"}}, tmp_path,
@@ -167,7 +177,8 @@ def test_shared_data_copies_load_and_evaluate(world_run, tmp_path):
     r = evaluate(world_run["run_dir"], world_run["tokenizer"], "conceptlm_zeroshot,conceptlm_ppl,dlcm_zeroshot",
                  tmp_path / "eval" / "local.json", local_data=EXAMPLE_CONFIG, local_root=SHARED, local_only=True,
                  limit=4, batch_size=8)
-    for task in ("lambada_openai", "arc_easy", "arc_challenge", "piqa", "hellaswag", "winogrande", "boolq", "openbookqa"):
+    for task in ("lambada_openai", "arc_easy", "arc_challenge", "piqa", "hellaswag", "winogrande", "boolq",
+                 "openbookqa"):
         assert r["metrics"][f"{task}/acc"] is not None
         assert r["details"]["tasks"][task]["local_data"]["sha256"]
         assert r["details"]["tasks"][task]["n_samples"]["effective"] == 4

@@ -12,7 +12,8 @@ V, L = 23, 12
 
 def tiny(**extra):
     torch.manual_seed(0)
-    return build_model({"arch": "mdlm_gpt2", "d_model": 32, "n_layer": 2, "n_head": 4, **extra}, vocab_size=V, seq_len=L)
+    return build_model({"arch": "mdlm_gpt2", "d_model": 32, "n_layer": 2, "n_head": 4, **extra}, vocab_size=V,
+                       seq_len=L)
 
 
 def permuted_hidden(model, x: torch.Tensor, perm: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

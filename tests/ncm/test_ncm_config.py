@@ -52,7 +52,8 @@ def test_explicit_lengths_and_default_K():
     ({"down": "max"}, "model.down"), ({"up": "cubic"}, "model.up"),
     ({"phi_ratio": 1.5}, "model.phi_ratio"), ({"nested_dropout": 2.0}, "model.nested_dropout"),
     ({"codebook_size": 1}, "model.codebook_size"), ({"vq_scales": "first"}, "model.vq_scales"),
-    ({"codebook_sizes": [4, 4]}, "model.codebook_sizes"), ({"n_scales": 4, "codebook_sizes": [4, 4, 1, 4]}, "model.codebook_sizes"),
+    ({"codebook_sizes": [4, 4]}, "model.codebook_sizes"),
+    ({"n_scales": 4, "codebook_sizes": [4, 4, 1, 4]}, "model.codebook_sizes"),
     ({"n_scales": 4, "codebook_sizes": [4, 4, 8, 8], "shared_codebook": True}, "model.codebook_sizes"),
     ({"straight_through": "code"}, "model.straight_through"),
 ])
@@ -90,7 +91,8 @@ def ncm_profile(tmp_path) -> dict:
             entry["evals"] = [e for e in entry["evals"] if e != "embedded"]
     tok = {"model.arch": "ncm_tokenizer", "model.codebook_size": 64, "model.n_scales": 8,
            "model.length_schedule": "quadratic", "train.loss_weights": {"rec": 1.0, "vq": 1.0}}
-    gen = {"model.arch": "ncm", "model.attention": "block_causal", "model.alpha": 0.5, "train.loss_weights": {"gen": 1.0}}
+    gen = {"model.arch": "ncm", "model.attention": "block_causal", "model.alpha": 0.5,
+           "train.loss_weights": {"gen": 1.0}}
     config["experiments"] += [{"id": "ncm_tok_t", "overrides": tok, "evals": ["recon"]},
                               {"id": "ncm_t", "upstream": "ncm_tok_t", "overrides": gen, "evals": ["recon"]}]
     return config

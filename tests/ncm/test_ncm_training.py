@@ -97,7 +97,8 @@ def test_generator_resumes_exactly_on_its_upstream_and_never_on_another(tiny_dat
     other = tmp_path / "tok2" / "final"
     shutil.copytree(upstream, other)
     weights = load_file(str(other / "model.safetensors"))
-    save_file({k: v + 0.01 if v.is_floating_point() else v for k, v in weights.items()}, str(other / "model.safetensors"))
+    save_file({k: v + 0.01 if v.is_floating_point() else v for k, v in weights.items()},
+              str(other / "model.safetensors"))
     (other / "manifest.json").unlink()  # only the weights differ from the first tokenizer run
     capsys.readouterr()
     gen("moved", other).run()

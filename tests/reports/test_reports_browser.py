@@ -28,7 +28,8 @@ def page(tmp_path_factory):
     root = tmp_path_factory.mktemp("browser")
     runs = folder(root, 0.0)
     assert tables_main(["build", "--results", str(runs), "--out", str(root / "tables")]) == 0
-    assert reports_main(["build", "--results", str(runs), "--tables", str(root / "tables"), "--out", str(root / "report")]) == 0
+    assert reports_main(["build", "--results", str(runs), "--tables", str(root / "tables"), "--out",
+                         str(root / "report")]) == 0
     html = (root / "report" / "report.html").read_text()
     probed = root / "probed.html"
     probed.write_text(html.replace("</body>", PROBE, 1))

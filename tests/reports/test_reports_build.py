@@ -18,7 +18,8 @@ RUNS = Path(__file__).resolve().parents[1] / "tables" / "fixtures" / "runs"
 def report(tmp_path_factory):
     root = tmp_path_factory.mktemp("run")
     assert tables_main(["build", "--results", str(RUNS), "--out", str(root / "tables")]) == 0
-    assert reports_main(["build", "--results", str(RUNS), "--tables", str(root / "tables"), "--out", str(root / "report")]) == 0
+    assert reports_main(["build", "--results", str(RUNS), "--tables", str(root / "tables"), "--out",
+                         str(root / "report")]) == 0
     return root / "report"
 
 
@@ -81,7 +82,8 @@ def test_report_without_tables_or_results(tmp_path):
 
 def test_bad_log_lines_are_skipped_and_counted(tmp_path):
     log = tmp_path / "metrics.jsonl"
-    log.write_text('{"step": 0, "tokens": 0, "loss": 5.0}\n{"step": 1, "tok\n\n{"split": "valid", "tokens": 8, "valid/loss": 4.0}\n')
+    log.write_text('{"step": 0, "tokens": 0, "loss": 5.0}\n{"step": 1, "tok\n\n'
+                   '{"split": "valid", "tokens": 8, "valid/loss": 4.0}\n')
     curve = read_curve(log, 0)
     assert (len(curve.train), len(curve.valid), curve.skipped) == (1, 1, 1)
 
@@ -99,7 +101,8 @@ def test_a_real_corpus_report_has_no_oracle(tmp_path):
     for path in runs.glob("*/seed*/eval/*.json"):
         result = json.loads(path.read_text())
         result["metrics"] = {key: value for key, value in result["metrics"].items() if "oracle" not in key}
-        result["config"] = {**result.get("config", {}), "corpus": {"source": "local", "local": {"train": "stories.txt"}}}
+        result["config"] = {**result.get("config", {}),
+                            "corpus": {"source": "local", "local": {"train": "stories.txt"}}}
         path.write_text(json.dumps(result))
     listed = sorted(str(path.relative_to(runs)) for path in runs.glob("*/seed*"))
     (runs / "index.json").write_text(json.dumps({"runs": listed, "profile": {"scale": "reduced", "corpus": "stories"}}))

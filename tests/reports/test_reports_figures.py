@@ -12,20 +12,23 @@ from reports.iso_ppl import iso_ppl
 from tables.results import load_results
 
 SPECS = {spec["id"]: spec for spec in load_figure_specs()}
-PROVENANCE = {"git_commit": "t", "config_hash": "t", "checkpoint_sha256": None, "versions": {}, "seed": 0, "wall_time_s": 0}
+PROVENANCE = {"git_commit": "t", "config_hash": "t", "checkpoint_sha256": None, "versions": {}, "seed": 0,
+              "wall_time_s": 0}
 
 
 def write_result(runs, experiment, eval_name, metrics, details=None):
     path = runs / experiment / "seed0" / "eval" / f"{eval_name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"schema_version": 1, "experiment": experiment, "seed": 0, "eval": eval_name,
-                                "metrics": metrics, "provenance": PROVENANCE, **({"details": details} if details else {})}))
+                                "metrics": metrics, "provenance": PROVENANCE,
+                                **({"details": details} if details else {})}))
 
 
 def write_curve(runs, experiment, scale):
     path = runs / experiment / "seed0" / "train" / "metrics.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"split": "valid", "tokens": t, "valid/loss": math.log(scale * max(t, 1) ** -0.1)})
+    path.write_text("".join(json.dumps({"split": "valid", "tokens": t,
+                                        "valid/loss": math.log(scale * max(t, 1) ** -0.1)})
                             + "\n" for t in (0, 1000, 2000, 4000)))
 
 
@@ -36,7 +39,8 @@ def runs(tmp_path_factory):
     for size, params in zip(["xs", "s", "m"], [1e6, 2e6, 4e6]):
         write_result(runs, f"base_gpt2_{size}", "ppl", {"model/params": params, "test/ppl": 30 * (params / 1e6) ** -0.2,
                                                         "model/flops_per_token": 2e6})
-        write_result(runs, f"conceptlm_gpt2_{size}", "ppl", {"model/params": 1.1 * params, "model/flops_per_token": 2.2e6,
+        write_result(runs, f"conceptlm_gpt2_{size}", "ppl", {"model/params": 1.1 * params,
+                                                             "model/flops_per_token": 2.2e6,
                                                              "test/ppl": 27 * (1.1 * params / 1e6) ** -0.2})
     write_curve(runs, "base_gpt2_m", 50)
     write_curve(runs, "conceptlm_gpt2_m", 45)
@@ -65,7 +69,8 @@ def test_codebook_usage(tmp_path, runs):
     assert segment_usage([1, 1, 1, 1]) == (100.0, 4.0) and segment_usage([5, 0, 0, 0]) == (25.0, 1.0)
     image, caption = codebook_usage(SPECS["conceptlm_fig5_counts"], runs)
     assert image.startswith(b"\x89PNG") and "2 segment(s) × 4 codes" in caption
-    write_result(tmp_path, "conceptlm_pythia_s", "codebook", {}, {"counts": [[1, 2]], "codebook_size": 4, "n_segments": 1})
+    write_result(tmp_path, "conceptlm_pythia_s", "codebook", {},
+                 {"counts": [[1, 2]], "codebook_size": 4, "n_segments": 1})
     image, caption = codebook_usage(SPECS["conceptlm_fig5_counts"], tmp_path)
     assert image is None and "malformed (segment 0 does not have codebook_size = 4 counts)" in caption
     assert "Missing results: conceptlm_pythia_s" in codebook_usage(SPECS["conceptlm_fig5_counts"], tmp_path / "none")[1]
@@ -75,7 +80,8 @@ def test_report_shows_fig1_fig5_and_iso_ppl_table(tmp_path, runs):
     tables = tmp_path / "tables"
     tables.mkdir()
     (tables / "index.json").write_text(json.dumps({"papers": ["conceptlm"], "tables": [], "paper_info": {}}))
-    assert reports_main(["build", "--results", str(runs), "--tables", str(tables), "--out", str(tmp_path / "report")]) == 0
+    assert reports_main(["build", "--results", str(runs), "--tables", str(tables), "--out",
+                         str(tmp_path / "report")]) == 0
     text = (tmp_path / "report" / "report.md").read_text()
     assert "| parameters (non-embedding) |" in text and "| 0.63 | agrees |" in text and "Iso-PPL readings:" in text
     assert "agrees for parameters (non-embedding), training tokens, training FLOPs" in text

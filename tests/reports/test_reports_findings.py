@@ -10,7 +10,8 @@ from tables.__main__ import main as tables_main
 
 from tests.tables.test_tables_verdicts import CASE, PROVENANCE, SPEC as ROWS_AND_COLUMNS  # the known-answer case
 
-PAPER = "paper: hand\ntitle: Hand-made paper\narxiv: 2601.00002v1\nurl: https://arxiv.org/abs/2601.00002v1\nsources: {pdf: the PDF}\n"
+PAPER = ("paper: hand\ntitle: Hand-made paper\narxiv: 2601.00002v1\nurl: https://arxiv.org/abs/2601.00002v1\n"
+         "sources: {pdf: the PDF}\n")
 SPEC = 'paper: hand\ntable: t1\ntitle: "Hand Table 1: perplexity"\nwhere: Table 1\n' + ROWS_AND_COLUMNS
 HEADER = "table,row,column,value,decimals,metric,unit,direction,source,note"
 
@@ -47,17 +48,20 @@ def test_one_bullet_per_judged_group_with_the_known_verdicts(built):
         "Hand Table 1 · Train PPL · M: agrees 0 / differs 0 / inconclusive 1 / not exercised 0. "
         "Inconclusive: Base − ConceptLM (paper 1.0; ours 1; n 1, 3; n=1: Base).",
     ]
-    assert "agrees 2 / differs 1 / inconclusive 2 / not exercised 0;" in findings.lead and "5 proxy pairs" in findings.lead
+    assert ("agrees 2 / differs 1 / inconclusive 2 / not exercised 0;" in findings.lead
+            and "5 proxy pairs" in findings.lead)
 
 
 def test_proxies_are_listed_apart_and_never_counted(built):
     findings = collect(built / "tables")
     assert len(findings.proxies) == 3 and all(finding.proxy for finding in findings.proxies)
-    assert all(" (ours, a proxy) · " in finding.text and ": proxy: agrees " in finding.text for finding in findings.proxies)
+    assert all(" (ours, a proxy) · " in finding.text and ": proxy: agrees " in finding.text
+               for finding in findings.proxies)
     assert not any("proxy" in finding.text for finding in findings.judged)
     assert findings.proxies[0].text.startswith("Hand Table 1 · Avg PPL (paper) against Train PPL (ours, a proxy) · S: "
                                                "proxy: agrees 2 / differs 1 / inconclusive 0 / not exercised 0. Proxy, "
-                                               "same order: Base − ConceptLM (paper 5.0; ours 2 [1.5845, 2.4155]; n 3, 3)")
+                                               "same order: Base − ConceptLM (paper 5.0; ours 2 "
+                                               "[1.5845, 2.4155]; n 3, 3)")
     text = findings_markdown(findings, built / "tables")
     judged, proxies = text.split("Proxy comparisons:")
     assert "Avg PPL" not in judged and proxies.count("\n- ") == 3

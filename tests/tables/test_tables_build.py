@@ -94,15 +94,17 @@ def test_reproduced_cells_are_merged_and_ordered(real):
     table2 = views["conceptlm", "table02"]
     assert table2.cells["gpt2_124m_base", "avg_acc"].reproduced.mean == pytest.approx(35.0)  # fractions scaled to %
     assert table2.orders["avg_acc"].flips == [("gpt2_124m_base", "gpt2_124m_pm")]
-    assert table2.orders["avg_acc"].verdict == "agrees 2 / differs 1 / inconclusive 0 / not exercised 0"  # 3 seeds each, se 0.16
+    # 3 seeds each, se 0.16
+    assert table2.orders["avg_acc"].verdict == "agrees 2 / differs 1 / inconclusive 0 / not exercised 0"
     # the fixtures record no corpus and no profile: analogues of the paper's cells, the order still judged
     assert table2.cells["gpt2_124m_pm", "avg_acc"].verdict == "analogue; order agrees vs ConceptLM; differs vs Base"
-    assert table2.cells["gpt2_124m_pm", "avg_acc"].analogue == ("trained on an unrecorded corpus, the paper on openwebtext; "
-                                                                "reduced scale")
+    assert table2.cells["gpt2_124m_pm", "avg_acc"].analogue == ("trained on an unrecorded corpus, the paper on "
+                                                                "openwebtext; reduced scale")
     assert table2.cells["gpt2_124m_conceptlm", "avg_acc"].verdict == "analogue; order agrees vs Base, PM"
     assert foundation["base_gpt2_xs", "test_ppl"].analogue == ""  # our own tables stand in for nothing
     table1 = views["conceptlm", "table01"]
-    assert table1.orders["avg_ppl"].verdict == "agrees 3 / differs 0 / inconclusive 0 / not exercised 0"  # all four PPLs: no proxy
+    # all four PPLs: no proxy
+    assert table1.orders["avg_ppl"].verdict == "agrees 3 / differs 0 / inconclusive 0 / not exercised 0"
     assert table1.orders["avg_ppl"].proxy is None
 
 
@@ -129,7 +131,8 @@ def _runs_on(tmp_path, corpus: dict, scale: str, local_data: dict | None = None)
         result["config"] = {**result.get("config", {}), "corpus": corpus}
         if local_data:
             tasks = {key.split("/")[0] for key in result["metrics"]}
-            result["details"] = {**result.get("details", {}), "tasks": {task: {"local_data": local_data} for task in tasks}}
+            result["details"] = {**result.get("details", {}),
+                                 "tasks": {task: {"local_data": local_data} for task in tasks}}
         path.write_text(json.dumps(result))
     runs = sorted(str(path.relative_to(root)) for path in root.glob("*/seed*"))
     label = corpus.get("local", {}).get("name") or corpus.get("hf", {}).get("name")

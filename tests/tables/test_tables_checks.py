@@ -38,7 +38,8 @@ def cells(row, values, decimals=2):
 def test_every_kind_of_aggregate_is_recomputed(hand_paper, tmp_path):
     lines = cells("base", ["10.00", "20.00", "30.00", "40.00"]) + cells("new", ["12.00", "24.00", "30.00", "38.00"]) + [
         line("base", "avg", "25.00", 2), line("base", "diff", "-10.00", 2), line("base", "ratio", "0.50", 2),
-        line("new", "rel", "20.0", 1), line("new", "avg", "26.00", 2)] + cells("total", ["22.00", "44.00", "60.00", "78.00"]) + [
+        line("new", "rel", "20.0", 1), line("new", "avg", "26.00", 2)] + cells(
+        "total", ["22.00", "44.00", "60.00", "78.00"]) + [
         line("total", "avg", "51.00", 2)]
     findings = run(hand_paper, tmp_path, lines)
     expected = {"Table 1 · Base · Avg": 25.0, "Table 1 · Base · a - b": -10.0, "Table 1 · Base · a / b": 0.5,
@@ -81,13 +82,17 @@ def test_missing_cells_make_an_aggregate_not_checkable(hand_paper, tmp_path):
 
 def test_claims_numbers_comparisons_and_hand_findings(hand_paper, tmp_path):
     claims = """
-- {id: gain, where: S1, text: gain, printed: "2.0", formula: "cell('t1', 'new', 'a') - cell('t1', 'base', 'a')", source: pdf}
+- {id: gain, where: S1, text: gain, printed: "2.0", formula: "cell('t1', 'new', 'a') - cell('t1', 'base', 'a')", \
+source: pdf}
 - {id: wrong, where: S2, text: count, printed: "72e22", formula: "64**12", source: pdf}
-- {id: better, where: S3, text: new wins, formula: "cell('t1', 'new', 'a') < cell('t1', 'base', 'a')", source: pdf, severity: rounding}
+- {id: better, where: S3, text: new wins, formula: "cell('t1', 'new', 'a') < cell('t1', 'base', 'a')", source: pdf, \
+severity: rounding}
 - {id: noted, where: S4, text: label, finding: duplicate label, severity: material, source: pdf}
-- {id: note_mean, where: S5, text: mean of unrecovered cells, printed: "55.04", formula: "55.0325", input_rounding: 0.005, source: pdf}
+- {id: note_mean, where: S5, text: mean of unrecovered cells, printed: "55.04", formula: "55.0325", \
+input_rounding: 0.005, source: pdf}
 """
-    specs, reported = hand_paper(SPEC, cells("base", ["10.0", "1", "1", "1"], 1)[:1] + cells("new", ["12.0"], 1), claims)
+    specs, reported = hand_paper(SPEC, cells("base", ["10.0", "1", "1", "1"], 1)[:1] + cells("new", ["12.0"], 1),
+                                 claims)
     outcome = build(tmp_path / "none", specs, reported)
     statuses = {finding.check.where: finding.status for finding in outcome.findings}
     assert statuses == {"S1": "consistent", "S2": "material", "S3": "rounding", "S5": "consistent"}
@@ -98,7 +103,8 @@ def test_alternatives_and_chained_inputs(hand_paper, tmp_path):
     spec = SPEC.replace('formula: "a - b"}', 'formula: "a - b", alternatives: {reversed: "b - a"}}')
     lines = cells("new", ["1.00", "3.00", "5.00", "7.00"]) + [
         line("new", "avg", "5.00", 2), line("new", "diff", "2.00", 2)]
-    claims = "- {id: c, where: S, text: t, printed: '-1.00', formula: \"cell('t1', 'new', 'a') - cell('t1', 'new', 'avg')\", source: pdf}\n"
+    claims = ("- {id: c, where: S, text: t, printed: '-1.00', "
+              "formula: \"cell('t1', 'new', 'a') - cell('t1', 'new', 'avg')\", source: pdf}\n")
     findings = run(hand_paper, tmp_path, lines, claims, spec)
     assert findings["Table 1 · New · a - b"].status == "consistent"  # accepted through the alternative
     assert findings["Table 1 · New · a - b"].alternatives == {"reversed": pytest.approx(2.0)}

@@ -67,14 +67,16 @@ def judged(hand_paper, tmp_path):
     specs, reported, runs = hand_case(hand_paper, tmp_path, CLAIMS, extra=[
         "t1,base_m,wiki,22.0,1,perplexity,PPL,lower,pdf,", "t1,concept_m,wiki,21.0,1,perplexity,PPL,lower,pdf,"])
     built = build(runs, specs, reported)
-    return built, {claim.id: claim for claim in built.claims}, write_tables(built, tmp_path / "tables"), tmp_path / "tables"
+    return (built, {claim.id: claim for claim in built.claims}, write_tables(built, tmp_path / "tables"),
+            tmp_path / "tables")
 
 
 def test_an_ordering_claim_that_holds_is_reproduced(judged):
     _, claims, _, _ = judged
     claim = claims["concept_below_base_s"]
     (part,) = claim.parts
-    assert (claim.kind, claim.verdict, part.sign, part.paper_effect) == ("ordering", "reproduced", -1, pytest.approx(-2.0))
+    assert (claim.kind, claim.verdict, part.sign, part.paper_effect) == \
+        ("ordering", "reproduced", -1, pytest.approx(-2.0))
     assert part.d == pytest.approx(-2.0) and part.test.kind == "Welch" and part.p_adjusted < 0.05
 
 
@@ -184,7 +186,8 @@ def test_the_mechanism_table_lists_every_check_with_its_threshold(hand_paper, tm
     runs = tmp_path / "runs"
     checks = [{"name": "swap", "key": "mech/swap", "kind": "spread", "gate": True, "what": "another window's concepts"},
               {"name": "ncp_r2", "key": "mech/ncp_r2", "kind": "floor", "floor": 0.0, "gate": True, "what": "R²"}]
-    write_results(runs, "concept_s", "mechanisms", [{"mech/intact_nll": 2.0 + 0.01 * k, "mech/swap": 0.5, "mech/ncp_r2": 0.2}
+    write_results(runs, "concept_s", "mechanisms", [{"mech/intact_nll": 2.0 + 0.01 * k, "mech/swap": 0.5,
+                                                     "mech/ncp_r2": 0.2}
                                                     for k in (-1, 0, 1)])
     for seed in range(3):
         path = runs / "concept_s" / f"seed{seed}" / "eval" / "mechanisms.json"
@@ -209,7 +212,8 @@ def test_a_gate_cannot_pass_on_no_effect_and_an_unchecked_concept_model_is_not_s
     unchecked = judge("u", [], {})
     assert not unchecked.checked and not unchecked.exercised
     assert unexercised({"u": unchecked}, ("u",)).startswith("u: mechanism not checked")
-    negative = judge("c", checks, {**identical, ("c", "mechanisms", "mech/swap"): Reproduced({0: -0.2, 1: -0.2, 2: -0.2})})
+    negative = judge("c", checks, {**identical,
+                                   ("c", "mechanisms", "mech/swap"): Reproduced({0: -0.2, 1: -0.2, 2: -0.2})})
     assert negative.exercised and negative.checks[0].text.startswith("swap |-0.2| > 0.01")
 
 
@@ -279,7 +283,8 @@ def test_fixed_columns_and_out_of_range_cells_have_their_own_outcomes():
     ours = Estimate(1.0, 0.1, 3, {0: 0.9, 1: 1.0, 2: 1.1})
     fixed = Part(Side("NFE a", 12, ours, (), fixed=("NFE",)), Side("NFE b", 128, ours, ()), -1)
     assert fixed.outcome == FIXED and fixed.reason == "NFE: fixed by the design"
-    flagged = Part(Side("Gen PPL a", 1.0, ours, (), flags=("Gen PPL 3.9e+04 above 2048: x",)), Side("b", 2.0, ours, ()), -1,
+    flagged = Part(Side("Gen PPL a", 1.0, ours, (), flags=("Gen PPL 3.9e+04 above 2048: x",)),
+                   Side("b", 2.0, ours, ()), -1,
                    idle="a: mechanism not exercised")
     assert flagged.outcome == OUT_OF_RANGE and flagged.reason == "Gen PPL 3.9e+04 above 2048: x"
 
@@ -308,7 +313,8 @@ def test_a_diverged_seed_is_said_in_the_cell_and_stops_the_claim(hand_paper, tmp
     view = built.tables[0]
     assert view.cells["pm_s", "ppl"].reproduced is None
     assert view.cells["pm_s", "ppl"].verdict == "diverged: non-finite at seeds 0, 1, 2"
-    assert view.cells["concept_s", "ppl"].reproduced.n == 2 and "diverged: non-finite at seed 2" in view.cells["concept_s", "ppl"].verdict
+    assert (view.cells["concept_s", "ppl"].reproduced.n == 2
+            and "diverged: non-finite at seed 2" in view.cells["concept_s", "ppl"].verdict)
     claims = {claim.id: claim for claim in built.claims}
     assert claims["pm_below_base_s"].verdict == "out of range" and "diverged" in claims["pm_below_base_s"].reason
 
@@ -334,8 +340,10 @@ def test_results_of_another_config_are_refused_or_marked_stale(tmp_path):
     path.write_text(json.dumps({**result, "config": config, "provenance": {**result["provenance"],
                                                                          "config_hash": config_hash(config)}}))
     now = {**config, "train": {"lr": 0.001}}
-    expected = {"base_gpt2_s/seed0": {"hash": config_hash(now), "sections": {k: config_hash(v) for k, v in now.items()}}}
-    with pytest.raises(ReproError, match=r"1 run\(s\) hold results of another config or other files than the profile's: "
+    expected = {"base_gpt2_s/seed0": {"hash": config_hash(now),
+                                      "sections": {k: config_hash(v) for k, v in now.items()}}}
+    with pytest.raises(ReproError, match=r"1 run\(s\) hold results of another config or other files "
+                                         r"than the profile's: "
                                          r".*base_gpt2_s/seed0 \(train differ\)") as error:
         build(runs, expected=expected)
     assert "\n" not in str(error.value)
@@ -404,7 +412,8 @@ TIES = """
 """
 
 
-def test_a_tie_is_contradicted_by_a_significant_difference_never_reproduced_and_one_run_is_no_finding(hand_paper, tmp_path):
+def test_a_tie_is_contradicted_by_a_significant_difference_never_reproduced_and_one_run_is_no_finding(hand_paper,
+                                                                                                      tmp_path):
     specs, reported, runs = hand_case(hand_paper, tmp_path, TIES)
     claims = {claim.id: claim for claim in build(runs, specs, reported).claims}
     differs, unresolved, same = claims["tie_differs"], claims["tie_unresolved"], claims["tie_same_numbers"]
@@ -424,7 +433,8 @@ def test_a_tie_one_run_fills_is_outside_the_holm_family_and_the_claim_says_why(h
 - id: with_identity
   where: "XS"
   text: "ConceptLM is below Base at XS, and the same run prints the same number"
-  formula: "cell('t1', 'base_s', 'ppl') == cell('t1', 'base_s', 'ppl') and cell('t1', 'concept_xs', 'ppl') < cell('t1', 'base_xs', 'ppl')"
+  formula: "cell('t1', 'base_s', 'ppl') == cell('t1', 'base_s', 'ppl') and \
+cell('t1', 'concept_xs', 'ppl') < cell('t1', 'base_xs', 'ppl')"
   source: pdf
 - id: alone
   where: "XS"
@@ -451,7 +461,8 @@ def test_a_tie_one_run_fills_is_outside_the_holm_family_and_the_claim_says_why(h
     assert ordering.family == judged["alone"].parts[0].family == 1  # the identity does not dilute Holm
     assert ordering.p_adjusted == pytest.approx(judged["alone"].parts[0].p_adjusted)
     only = judged["identity_only"]  # equal to float rounding: still one run, not a finding
-    assert only.verdict == "value shown, not judged" and only.reason == "one run fills both cells: equal by construction"
+    assert (only.verdict == "value shown, not judged"
+            and only.reason == "one run fills both cells: equal by construction")
     assert only.paper_against == ""  # the paper's 30.0 against 30.0 * 1.1 / 1.1: rounding, not an effect
     zero = judged["printed_zero"]
     assert zero.kind == "ordering" and zero.parts[0].sign == 0 and zero.verdict == "contradicted"
@@ -463,4 +474,5 @@ def test_the_forest_names_tested_ties_it_cannot_scale():
     part = {"test": "paired", "paper_effect": 0.0, "claimed": "equal", "left": "NCM + MBR", "right": "AR", "d": -19.6,
             "ci_low": -24.8, "ci_high": -14.5, "outcome": "contradicted"}
     image, caption = forest("ncm", [{"kind": "ordering", "id": "ties_ar", "parts": [part]}])
-    assert image is None and "Ties" in caption and "ties_ar: NCM + MBR − AR = -19.6 [-24.8, -14.5], contradicted" in caption
+    assert (image is None and "Ties" in caption
+            and "ties_ar: NCM + MBR − AR = -19.6 [-24.8, -14.5], contradicted" in caption)

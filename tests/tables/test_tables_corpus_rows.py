@@ -4,7 +4,8 @@ import json
 
 from tables.build import NOT_RUN, build
 
-PROVENANCE = {"git_commit": "t", "config_hash": "t", "checkpoint_sha256": None, "versions": {}, "seed": 0, "wall_time_s": 0}
+PROVENANCE = {"git_commit": "t", "config_hash": "t", "checkpoint_sha256": None, "versions": {}, "seed": 0,
+              "wall_time_s": 0}
 SPEC = """rows:
   - {id: ts_ncm, label: NCM, group: TinyStories, corpus: tinystories, result: {experiment: [ncm_s, ncm]}}
   - {id: lm1b_ncm, label: NCM, group: LM1B, corpus: lm1b, result: {experiment: ncm}}

@@ -12,9 +12,11 @@ columns:
   - {id: ratio, label: Ratio, closer_to: 4, result: {eval: genppl, key: ratio}}
   - {id: entropy, label: Entropy, closer_to: data, result: {eval: genppl, key: entropy}}
   - {id: nfe, label: NFE, fixed: true, result: {eval: genppl, key: nfe}}
-  - {id: genppl, label: Gen PPL, result: {eval: genppl, key: genppl}, range: {max: ceiling, why: "the sampler is not trained"}}
+  - {id: genppl, label: Gen PPL, result: {eval: genppl, key: genppl}, \
+range: {max: ceiling, why: "the sampler is not trained"}}
 """
-PAPER = {"glob": ("3.92", "3.98", "12", "30.0"), "loc": ("3.15", "4.10", "128", "40.0"), "data": ("-", "4.00", "-", "9.5")}
+PAPER = {"glob": ("3.92", "3.98", "12", "30.0"), "loc": ("3.15", "4.10", "128", "40.0"),
+         "data": ("-", "4.00", "-", "9.5")}
 
 
 @pytest.fixture
@@ -28,7 +30,8 @@ def view(hand_paper, tmp_path):
     runs = tmp_path / "runs"
     ours = {"glob": (5.56, 3.9, 12, 38000.0), "loc": (6.17, 4.2, 128, 25.0), "data": (4.0, 4.0, 0, 9.0)}
     for experiment, (ratio, entropy, nfe, genppl) in ours.items():
-        write_results(runs, experiment, "genppl", [{"ratio": ratio + e, "entropy": entropy + e, "nfe": nfe, "genppl": genppl + e,
+        write_results(runs, experiment, "genppl", [{"ratio": ratio + e, "entropy": entropy + e, "nfe": nfe,
+                                               "genppl": genppl + e,
                                                "ceiling": 2048.0} for e in (-0.01, 0.0, 0.01)])
     return build(runs, specs, reported).tables[0]
 

@@ -27,7 +27,8 @@ def test_comparisons_and_counts():
     assert Expression("a < b < a", resolve).evaluate(values) is False
 
 
-@pytest.mark.parametrize("text", ["__import__('os')", "a.__class__", "[a, b]", "open('x')", "lambda: 1", "a if b else c",
+@pytest.mark.parametrize("text", ["__import__('os')", "a.__class__", "[a, b]", "open('x')", "lambda: 1",
+                                  "a if b else c",
                                   "'text'", "mean(a, key=b)", "a @ b"])
 def test_refuses_anything_else(text):
     with pytest.raises(ExpressionError):
@@ -40,4 +41,5 @@ def test_propagated_error_of_mean_and_difference():
     halves = {("t", "r", "a"): 0.005, ("t", "r", "b"): 0.005}
     assert Expression("mean(a, b)", resolve).propagated_error(values, halves) == pytest.approx(0.005)
     assert Expression("a - b", resolve).propagated_error(values, halves) == pytest.approx(0.01)
-    assert Expression("a / b", resolve).propagated_error(values, halves) == pytest.approx(0.5 * (0.005 / 10 + 0.005 / 20), rel=1e-3)
+    assert Expression("a / b", resolve).propagated_error(values, halves) == \
+        pytest.approx(0.5 * (0.005 / 10 + 0.005 / 20), rel=1e-3)

@@ -26,7 +26,8 @@ def test_cells_carry_the_papers_and_our_numbers_typed(built):  # noqa: F811
 def test_pairs_hold_each_comparison_with_its_interval_and_outcome(built):  # noqa: F811
     pairs = tables.load(built, "pairs")
     s = pairs[(pairs.column == "ppl") & (pairs.group == "S")].set_index(["a", "b"])
-    assert s.loc[("base_s", "pm_s"), "outcome"] == "differs" and s.loc[("base_s", "pm_s"), "d_value"] == pytest.approx(-2)
+    assert (s.loc[("base_s", "pm_s"), "outcome"] == "differs"
+            and s.loc[("base_s", "pm_s"), "d_value"] == pytest.approx(-2))
     assert s.loc[("base_s", "concept_s"), "ci_low"] == pytest.approx(1.5845, abs=1e-4)
     assert sorted(s["outcome"]) == ["agrees", "agrees", "differs"]
 

@@ -70,7 +70,8 @@ def test_profiles_index_from_the_real_profiles(tmp_path, capsys):
     draft = tmp_path / "draft.yaml"
     draft.write_text("profile: draft\n")
     out = tmp_path / "profiles.json"
-    assert coverage_main(["--out", str(out), "config/default.yaml", "config/paper-conceptlm-gpt2.yaml", str(draft)]) == 0
+    assert coverage_main(["--out", str(out), "config/default.yaml", "config/paper-conceptlm-gpt2.yaml",
+                          str(draft)]) == 0
     data = json.loads(out.read_text())
     assert "ppl" in data["profiles"]["config/default.yaml"]["base_gpt2_s"]
     assert "gpt2-1.5b-base" in data["profiles"]["config/paper-conceptlm-gpt2.yaml"]
@@ -88,8 +89,10 @@ def test_a_task_without_a_local_copy_is_said_so(tmp_path):
     coverage = load_coverage(None, tmp_path / "runs")
     assert coverage.where([ResultRef(("base_s",), "lm_ppl", "lambada_standard/ppl")]) == \
         "no local copy of lambada_standard in the profile's local_tasks"
-    assert coverage.where([ResultRef(("base_s",), "lm_ppl", "wikitext/ppl")]).startswith("this profile's runs do not measure it")
-    assert coverage.where([ResultRef(("base_s",), "ppl", "test/ppl")]).startswith("this profile runs it but its results are missing")
+    assert coverage.where([ResultRef(("base_s",), "lm_ppl", "wikitext/ppl")]).startswith(
+        "this profile's runs do not measure it")
+    assert coverage.where([ResultRef(("base_s",), "ppl", "test/ppl")]).startswith(
+        "this profile runs it but its results are missing")
     # a profile index that lists this very profile: a row its evaluation does not cover names no profile
     # as measuring it (the index knows experiments and evaluations, not rows)
     index = tmp_path / "profiles.json"

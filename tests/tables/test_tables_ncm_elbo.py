@@ -18,4 +18,5 @@ def test_the_ratio_of_the_code_nll_to_the_ar_nll_per_window(tmp_path):
 def test_the_report_states_an_audit_finding_in_words_with_the_formula_folded_away():
     assert _in_words("formula: `mean(a, b)`; probably 34.32 with two digits swapped") == \
         "Probably 34.32 with two digits swapped (formula: audit.md)."
-    assert _in_words("formula: `cell('t', 'r', 'c') - 1`") == "Recomputed with the paper's own formula (formula: audit.md)."
+    assert _in_words("formula: `cell('t', 'r', 'c') - 1`") == \
+        "Recomputed with the paper's own formula (formula: audit.md)."

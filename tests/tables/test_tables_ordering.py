@@ -20,7 +20,8 @@ def test_a_clear_agreement_with_three_seeds_each():
     assert verdict.d == pytest.approx(2.0) and verdict.paper_difference == pytest.approx(2.0)
     assert verdict.se == pytest.approx(math.sqrt(0.2 ** 2 / 3 + 0.1 ** 2 / 3))
     assert (verdict.outcome, verdict.reason, verdict.verdict) == ("agrees", "", "agrees")
-    assert order.verdict == "agrees 1 / differs 0 / inconclusive 0 / not exercised 0" and order.tau == pytest.approx(1.0)
+    assert (order.verdict == "agrees 1 / differs 0 / inconclusive 0 / not exercised 0"
+            and order.tau == pytest.approx(1.0))
     welch = stats.ttest_ind([20.0, 20.2, 19.8], [18.0, 18.1, 17.9], equal_var=False)
     assert verdict.test.kind == "Welch" and verdict.test.p == pytest.approx(welch.pvalue)
     assert verdict.test.df == pytest.approx(welch.df) and verdict.p_adjusted == pytest.approx(welch.pvalue)
@@ -30,7 +31,8 @@ def test_a_clear_difference_with_three_seeds_each():
     order = compare_order("acc", {"base": (38.0, [36.0, 36.2, 35.8]), "pm": (38.4, [34.0, 34.1, 33.9])})
     verdict = pair(order, "base", "pm")
     assert (verdict.outcome, verdict.verdict) == ("differs", "differs")
-    assert order.verdict == "agrees 0 / differs 1 / inconclusive 0 / not exercised 0" and order.flips == [("base", "pm")]
+    assert (order.verdict == "agrees 0 / differs 1 / inconclusive 0 / not exercised 0"
+            and order.flips == [("base", "pm")])
 
 
 def test_a_small_gap_is_inconclusive_with_the_smallest_difference_the_design_could_see():
@@ -55,7 +57,8 @@ def test_the_old_two_standard_error_call_is_not_significant_at_three_seeds():
 
 def test_a_row_with_one_seed_is_never_judged():
     order = compare_order("ppl", {"base": (30.0, [20.0]), "pm": (29.0, [25.0, 25.1, 24.9]), "concept": (28.0, 10.0)})
-    for a, b, single in [("base", "pm", ["base"]), ("base", "concept", ["base", "concept"]), ("pm", "concept", ["concept"])]:
+    for a, b, single in [("base", "pm", ["base"]), ("base", "concept", ["base", "concept"]),
+                         ("pm", "concept", ["concept"])]:
         verdict = pair(order, a, b)
         assert (verdict.se, verdict.outcome, verdict.reason, verdict.single) == (None, "inconclusive", "n=1", single)
     assert order.verdict == "agrees 0 / differs 0 / inconclusive 3 / not exercised 0"
@@ -118,7 +121,8 @@ def test_a_row_whose_mechanism_was_not_exercised_is_counted_apart():
 
 def test_pairs_tied_in_the_paper_are_not_judged_and_one_row_is_insufficient():
     order = compare_order("acc", {"a": (38.2, [1.0, 1.1]), "b": (38.2, [2.0, 2.1])})
-    assert order.flips == [] and order.judged == [] and pair(order, "a", "b").verdict == "not judged (tied in the paper)"
+    assert (order.flips == [] and order.judged == []
+            and pair(order, "a", "b").verdict == "not judged (tied in the paper)")
     assert order.verdict == "agrees 0 / differs 0 / inconclusive 0 / not exercised 0"
     assert compare_order("acc", {"a": (1.0, 2.0)}).verdict == "insufficient"
 
@@ -183,7 +187,8 @@ def test_a_proxy_column_is_labelled_and_not_agreement():
     seeds = {"a": (60.0, [15.0, 15.1, 14.9]), "b": (70.0, [14.0, 14.1, 13.9]), "c": (80.0, [16.0, 16.1, 15.9])}
     order = compare_order("avg_ppl", seeds, proxy="train_ppl")
     assert order.proxy == "train_ppl"
-    assert order.verdict == "proxy: agrees 2 / differs 1 / inconclusive 0 / not exercised 0"  # a−b flips; a−c, b−c do not
+    # a−b flips; a−c, b−c do not
+    assert order.verdict == "proxy: agrees 2 / differs 1 / inconclusive 0 / not exercised 0"
     assert {p.verdict for p in order.pairs} == {"proxy: agrees", "proxy: differs"}
     assert all(p.verdict.startswith("proxy: ") for p in order.pairs)
 
@@ -194,7 +199,8 @@ def test_rows_are_compared_within_their_group_only():
     order = compare_order("ppl", pairs, groups=groups)
     assert [(p.a, p.b, p.group) for p in order.pairs] == [("base_s", "concept_s", "s"), ("base_m", "concept_m", "m")]
     assert order.flips == [("base_m", "concept_m")] and order.tau == 0.0
-    assert order.groups == ["s", "m"] and order.summary("m") == "agrees 0 / differs 0 / inconclusive 1 / not exercised 0"
+    assert (order.groups == ["s", "m"]
+            and order.summary("m") == "agrees 0 / differs 0 / inconclusive 1 / not exercised 0")
     assert len(compare_order("ppl", pairs).flips) == 5  # across groups, size differences would count
 
 

@@ -6,7 +6,8 @@ import pytest
 from tables.results import load_results, run_folders
 from tables.validation import DataError
 
-PROVENANCE = {"git_commit": "t", "config_hash": "t", "checkpoint_sha256": None, "versions": {}, "seed": 0, "wall_time_s": 0}
+PROVENANCE = {"git_commit": "t", "config_hash": "t", "checkpoint_sha256": None, "versions": {}, "seed": 0,
+              "wall_time_s": 0}
 
 
 def write_result(runs, experiment, seed, value):

@@ -53,7 +53,8 @@ def simulate(difference_sd, draws, rows, rng):
     called agrees or differs, and with the planted pair called with the paper's sign."""
     any_call = planted = 0
     for _ in range(draws):
-        columns = {f"r{k}": (float(rows - k), from_seeds(dict(enumerate(rng.normal(difference_sd if k == 0 else 0.0, 1, 3)))))
+        columns = {f"r{k}": (float(rows - k),
+                             from_seeds(dict(enumerate(rng.normal(difference_sd if k == 0 else 0.0, 1, 3)))))
                    for k in range(rows)}
         order = compare_order("x", columns)
         any_call += any(p.outcome in ("agrees", "differs") for p in order.pairs)

@@ -6,7 +6,8 @@ import pytest
 from tables.build import build
 from tables.publish import write_tables
 
-PROVENANCE = {"git_commit": "t", "config_hash": "t", "checkpoint_sha256": None, "versions": {}, "seed": 0, "wall_time_s": 0}
+PROVENANCE = {"git_commit": "t", "config_hash": "t", "checkpoint_sha256": None, "versions": {}, "seed": 0,
+              "wall_time_s": 0}
 SPEC = """rows:
   - {id: base_s, label: Base, group: S, result: {experiment: base_s}}
   - {id: pm_s, label: PM, group: S, result: {experiment: pm_s}}
@@ -67,11 +68,13 @@ def test_each_pair_gets_its_known_verdict(case):
                                ("base_m", "concept_m"): ("inconclusive", "n=1")}
     assert order.verdict == "agrees 2 / differs 1 / inconclusive 2 / not exercised 0"
     assert [order.summary(group) for group in order.groups] == [
-        "agrees 2 / differs 1 / inconclusive 0 / not exercised 0", "agrees 0 / differs 0 / inconclusive 1 / not exercised 0",
+        "agrees 2 / differs 1 / inconclusive 0 / not exercised 0",
+        "agrees 0 / differs 0 / inconclusive 1 / not exercised 0",
         "agrees 0 / differs 0 / inconclusive 1 / not exercised 0"]
     # the hand-made runs record no corpus and no profile: analogues, their order still judged
     assert view.cells["pm_s", "ppl"].verdict == "analogue; order agrees vs ConceptLM; differs vs Base"
-    assert view.cells["concept_xs", "ppl"].verdict == "analogue; order inconclusive vs Base (p=0.77; could see |d| ≥ 1.81)"
+    assert view.cells["concept_xs", "ppl"].verdict == \
+        "analogue; order inconclusive vs Base (p=0.77; could see |d| ≥ 1.81)"
     assert view.cells["concept_m", "ppl"].verdict == "analogue; order inconclusive vs Base (n=1)"
 
 
@@ -83,7 +86,8 @@ def test_a_proxy_column_is_labelled_everywhere_and_counted_apart(case):
     for row in CASE:
         assert view.cells[row, "avg"].verdict.startswith("not measured by this profile's runs; proxy: order "), row
     entry = index["tables"][0]
-    assert entry["ordering"] == {"agrees": 2, "differs": 1, "inconclusive": 2, "not exercised": 0, "proxy": 5, "tied": 0}
+    assert entry["ordering"] == {"agrees": 2, "differs": 1, "inconclusive": 2, "not exercised": 0, "proxy": 5,
+                                 "tied": 0}
     assert index["verdicts"]["pairs_agrees"] == 2 and index["verdicts"]["pairs_proxy"] == 5
     text = (out / "hand" / "t1.md").read_text()
     assert "Avg PPL (paper) against Train PPL (ours, a proxy): proxy: agrees" in text
@@ -101,7 +105,8 @@ def test_the_pairs_view_shows_difference_and_standard_error(case):
     assert (record["n_a"], record["n_b"], record["verdict"]) == (3, 3, "differs")
     single = next(r for r in table["order_pairs"] if (r["column"], r["a"]) == ("ppl", "base_m"))
     assert (single["se"], single["single"], single["verdict"]) == ("", ["Base"], "inconclusive (n=1)")
-    assert ("| Train PPL | S | Base − PM | 30.0 vs 29.0 | 1.0 | 20 vs 22 | -2 [-2.4155, -1.5845] | Welch (0.002) | 3, 3 "
+    assert ("| Train PPL | S | Base − PM | 30.0 vs 29.0 | 1.0 | 20 vs 22 | -2 [-2.4155, -1.5845] "
+            "| Welch (0.002) | 3, 3 "
             "| differs (analogue) |") in (
         out / "hand" / "t1.md").read_text()
 
