@@ -1,6 +1,6 @@
 """Every evaluation, declared once: the names an experiment lists in ``evals`` (each names its result,
 ``results/runs/<experiment>/seed<k>/eval/<name>.json``), the Snakemake rule that writes it, the lm-eval
-suite it runs and the data it reads. The profile check (``workflows/experiments.py``), the Snakefile's
+suite it runs and the data it reads. The profile check (``workflows/check.py``), the Snakefile's
 rules and targets (``workflows/*.smk``), the evaluators' name parsing (``evals/genppl``,
 ``evals/conditional``) and the table specs (``tables/specs.py``) read this table; no other file lists
 the names. Pure data: importing it loads neither torch nor lm-eval.

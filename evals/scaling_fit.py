@@ -124,7 +124,7 @@ def evaluate_law(law_id: str, settings: dict, runs: dict[str, Path], out_path: P
 
 def profile_grid(experiments: dict, settings: dict, vocab: int) -> tuple[list[LawPoint], list[LawPoint]]:
     """The (N, D, R, P) points a law would fit and hold out, before anything trains: ``experiments`` a
-    profile's resolved experiments, ``settings`` its law's (``workflows.experiments.scaling_laws``). Each
+    profile's resolved experiments, ``settings`` its law's (``workflows.resolve.scaling_laws``). Each
     grid experiment's model is built (vocabulary ``vocab``) for N and P as its boundaries evaluation counts
     them (``evals.boundaries.parameter_share``), R its target, D the tokens of the validation rows from
     ``fit_from`` on, one run per seed. Losses are placeholders (1.0): the grid for

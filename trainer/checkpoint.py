@@ -18,7 +18,7 @@ folder holding the ``COMPLETE`` marker counts (torchtitan). Loading re-hashes th
 truncated or edited checkpoint is a clear error, not a silent wrong resume.
 
 A checkpoint is *bound* to everything that determines its training: the run config's hash (which
-covers every model default, ``workflows.experiments.explicit_model``) and the token data (the
+covers every model default, ``workflows.resolve.explicit_model``) and the token data (the
 tokenizer's hash and every split's sha256, ``trainer.data.data_binding``). A resume happens only
 when the binding matches; a stale ``ckpt/`` is set aside as ``ckpt.stale/`` (``set_aside``) and the
 run starts afresh, so no edit of a setting, the tokenizer or the tokens can resurrect old weights.

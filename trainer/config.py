@@ -5,7 +5,7 @@ their defaults (AdamW's eps and the clipping norm of all three papers' recipes, 
 of 1, no compilation, bf16 autocast on CUDA only). ``TrainConfig.of`` refuses an unknown key (naming the
 closest one), a missing required one and a value of the wrong type, in one line; ranges stay with the
 profile schema (``config/schemas/config.schema.yaml``, whose ``train`` properties a test holds equal to
-these fields) and relations with ``workflows.experiments``. A profile's resolution writes every field out
+these fields) and relations with ``workflows.check``. A profile's resolution writes every field out
 (``resolve``), so a run's config and its hash list the defaults too; the off switches (``snapshot_interval``,
 ``init_from``, ``parallel``) appear only when set, as the model fields' do (``models.fields.off_switch``).
 """
