@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from workflows.experiments import (ConfigError, PAPERS, datasets, genppl_settings, kernel_benchmarks, local_tasks,
-                                   profile_chain, read_profile, resolve, run_config, scaling_laws, validate,
-                                   with_parents)
+from workflows.experiments import (ConfigError, PAPERS, as_entries, datasets, genppl_settings, kernel_benchmarks,
+                                   local_tasks, profile_chain, read_profile, resolve, result_index, run_config,
+                                   scaling_laws, validate, with_parents)
 
 # A profile's `extends:` file is relative to the profile (the last --configfile; config/ by default).
 # Errors name that file.
@@ -29,6 +29,8 @@ EXPERIMENTS = resolve(PROFILE)
 LAWS = scaling_laws(PROFILE, EXPERIMENTS, SOURCE)
 # Kernel latency benchmarks (`kernel_benchmarks:`; DLCM Table 6): results/runs/<id>/seed0/eval/kernel.json.
 KERNELS = kernel_benchmarks(PROFILE, {**EXPERIMENTS, **LAWS}, SOURCE)
+# All three as entries (workflows/resolve.py::Entry): the result files the targets ask for, the tables' index.
+ENTRIES = as_entries(EXPERIMENTS, LAWS, KERNELS)
 # CPU libraries pick their code path (vector width, cache blocking) by host, and the numbers follow: every
 # x86 job runs with MKL's reproducible AVX2 branch and ATen's AVX2 kernels (common/provenance.py; a value
 # already in the environment wins, and is recorded). Cost measured on the embedded shapes: 3-9 % per
@@ -94,11 +96,9 @@ def runs(paper=None):
 
 
 def eval_results(paper=None):
-    """Every result JSON of the profile: the experiment's ``evals`` for each of its runs, each scaling
-    law's fit and each kernel benchmark."""
-    return ([f"{RUNS}/{e}/seed{s}/eval/{name}.json" for e, s in runs(paper) for name in EXPERIMENTS[e]["evals"]]
-            + [f"{RUNS}/{law}/seed0/eval/law.json" for law, entry in LAWS.items() if paper in (None, entry["paper"])]
-            + [f"{RUNS}/{k}/seed0/eval/kernel.json" for k, entry in KERNELS.items() if paper in (None, entry["paper"])])
+    """Every result JSON of the profile (of one paper's entries: ``paper``): each experiment's ``evals`` for
+    each of its runs, each scaling law's fit and each kernel benchmark."""
+    return [path for entry in ENTRIES.values() if paper in (None, entry.paper) for path in entry.result_files(RUNS)]
 
 
 def law_runs(law):
@@ -200,9 +200,7 @@ def expected_configs_json():
 def runs_index_json():
     """The profile's run folders and the evaluations of each (tables/results.py reads only these, so a run
     or an evaluation dropped from the profile never reaches a table)."""
-    index = {f"{e}/seed{s}": EXPERIMENTS[e]["evals"] for e, s in runs()}
-    index.update({f"{law}/seed0": ["law"] for law in LAWS})
-    index.update({f"{kernel}/seed0": ["kernel"] for kernel in KERNELS})
+    index = result_index(ENTRIES)
     # what the tables need of the profile: its scale (a cell at reduced scale is an analogue) and main corpus
     from tables.results import corpus_label
 

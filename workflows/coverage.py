@@ -9,18 +9,14 @@ from pathlib import Path
 from common.errors import entry_point
 from common.io import atomic_write_json
 
-from .experiments import ConfigError, kernel_benchmarks, load_profile, resolve, scaling_laws
+from .experiments import ConfigError, entries, load_profile
 
 
 def profile_runs(path: Path) -> dict[str, list[str]]:
     """experiment -> the evaluations it runs in the profile ``path`` (a scaling law runs "law", a kernel
     benchmark "kernel")."""
     config = load_profile(path, files=False)  # which runs it holds: its data may live elsewhere
-    experiments = resolve(config, str(path))
-    runs = {exp_id: list(exp["evals"]) for exp_id, exp in experiments.items()}
-    runs.update({law: ["law"] for law in scaling_laws(config, experiments, str(path))})
-    runs.update({kernel: ["kernel"] for kernel in kernel_benchmarks(config, runs, str(path))})
-    return runs
+    return {entry.id: list(entry.results) for entry in entries(config, str(path)).values()}
 
 
 def coverage(paths: list[Path]) -> dict:

@@ -272,6 +272,46 @@ def kernel_benchmarks(config: dict, taken: dict, source: str = "config") -> dict
     return kernels
 
 
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """What a profile declares that writes results: a training experiment, a scaling law's fit or a kernel
+    benchmark (DLCM Table 6). Each writes ``results/runs/<id>/seed<k>/eval/<name>.json`` for its seeds and
+    result names; the Snakefile's targets, the index the tables read (``result_index``) and the coverage of
+    other profiles all come from here. A new kind is a profile section resolved into entries below, its
+    rule and its evaluation in ``evals/registry.py``."""
+    id: str
+    kind: str                       # "experiment", "law" or "kernel": the profile section it comes from
+    paper: str
+    seeds: tuple[int, ...]
+    results: tuple[str, ...]        # evaluation names (evals/registry.py)
+    settings: dict                  # the resolved experiment, law or benchmark
+
+    def result_files(self, runs: str) -> list[str]:
+        return [f"{runs}/{self.id}/seed{seed}/eval/{name}.json" for seed in self.seeds for name in self.results]
+
+
+def as_entries(experiments: dict, laws: dict, kernels: dict) -> dict[str, Entry]:
+    """The resolved experiments, scaling laws and kernel benchmarks as entries, in that order (ids are unique
+    across the three: ``scaling_laws`` and ``kernel_benchmarks`` refuse a taken one)."""
+    out = {e: Entry(e, "experiment", exp["paper"], tuple(exp["seeds"]), tuple(exp["evals"]), exp)
+           for e, exp in experiments.items()}
+    out.update({law: Entry(law, "law", s["paper"], (0,), ("law",), s) for law, s in laws.items()})
+    out.update({k: Entry(k, "kernel", s["paper"], (0,), ("kernel",), s) for k, s in kernels.items()})
+    return out
+
+
+def entries(config: dict, source: str = "config") -> dict[str, Entry]:
+    """Every entry of a checked profile."""
+    experiments = resolve(config, source)
+    laws = scaling_laws(config, experiments, source)
+    return as_entries(experiments, laws, kernel_benchmarks(config, {**experiments, **laws}, source))
+
+
+def result_index(entries: dict[str, Entry]) -> dict[str, list[str]]:
+    """``{"<id>/seed<k>": [result names]}``: what the tables may read of a profile (nothing else reaches them)."""
+    return {f"{e.id}/seed{seed}": list(e.results) for e in entries.values() for seed in e.seeds}
+
+
 def genppl_settings(config: dict) -> dict:
     """The profile's ``genppl`` section with its defaults filled in (``evals.genppl.sample.SETTINGS_DEFAULTS``)."""
     from evals.genppl.sample import with_defaults
