@@ -1,6 +1,6 @@
-"""The train section is typed (trainer/config.py): its fields are the schema's train properties, the
-defaults are filled in where a profile leaves them out, and a wrong key, type or missing setting is one
-line naming it."""
+"""The train and eval sections are typed (trainer/config.py, evals/config.py): their fields are the schema's
+properties, the train defaults are filled in where a profile leaves them out, and a wrong key, type or
+missing setting is one line naming it."""
 from __future__ import annotations
 
 import copy
@@ -47,3 +47,16 @@ def test_a_profile_leaves_the_defaults_out_and_its_runs_list_them():
     with pytest.raises(ConfigError, match=r"train\.precison: the train section has no field 'precison'; did you "
                                           r"mean 'precision'\?"):
         resolve(broken, "p.yaml")
+
+
+def test_the_eval_section_is_typed_too():
+    from evals.config import EvalConfig
+
+    schema = yaml.safe_load((ROOT / "config" / "schemas" / "config.schema.yaml").read_text())
+    assert set(schema["$defs"]["eval"]["properties"]) == {f.name for f in dataclasses.fields(EvalConfig)}
+    assert EvalConfig.of({"limit": 5}) == EvalConfig(batch_size=16, limit=5)
+    with pytest.raises(ValueError, match=r"^eval\.batch: the eval section has no field 'batch'; known keys: "
+                                         r"batch_size, limit$"):
+        EvalConfig.of({"batch": 8})
+    with pytest.raises(ValueError, match=r"^eval\.limit='5': use an integer or null$"):
+        EvalConfig.of({"limit": "5"})

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 
+from evals.config import EvalConfig
 from trainer.config import TrainConfig
 from workflows.load import ConfigError
 
@@ -119,6 +120,7 @@ def resolve(config: dict, source: str = "config") -> dict[str, dict]:
             inherited = {key: entry.get(key, value) for key, value in inherited.items()}
         try:  # every training setting written out, the typed defaults included (trainer/config.py)
             settings["train"] = TrainConfig.resolve(settings["train"])
+            EvalConfig.of(settings["eval"])  # checked; written as given (evals/config.py)
         except (ValueError, TypeError) as e:
             raise ConfigError(f"{source}: experiments[{exp_id}]: {e}") from None
         seeds = entries[exp_id].get("seeds", [0])

@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from evals.config import EvalConfig
+
 
 def _limit(text: str) -> float | int:
     value = float(text)
@@ -41,7 +43,8 @@ def arguments(p: argparse.ArgumentParser, evaluation=None) -> None:
     p.add_argument("--task-dir", action="append", default=[],
                    help="folder of task YAMLs (repeatable), e.g. embedded tasks")
     p.add_argument("--limit", type=_limit, help="documents per task (testing only; recorded in the result)")
-    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--batch-size", type=int, default=EvalConfig.batch_size, help="lm-eval's batch (the profile's "
+                   f"eval.batch_size; default {EvalConfig.batch_size})")
     p.add_argument("--num-fewshot", type=int, help="override every task's n-shot")
     p.add_argument("--local-data", help="local-data config (evals/tasks/local_data.yaml format)")
     p.add_argument("--local-root", help="override the config's root folder")
