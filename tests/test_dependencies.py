@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # import name -> distribution, for every third-party module the code base imports
 DISTRIBUTION = {
     "datasets": "datasets",
+    "filelock": "filelock",
     "huggingface_hub": "huggingface-hub",
     "jsonschema": "jsonschema",
     "lm_eval": "lm-eval",

@@ -190,10 +190,10 @@ def test_a_second_trainer_on_the_same_run_folder_is_refused(tiny_data, run_cfg, 
     import time
     from trainer.train import TrainingLockError
 
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import fcntl, os, sys, time; f = open(sys.argv[1], 'a+'); fcntl.flock(f, fcntl.LOCK_EX); "
-        "f.write(str(os.getpid())); f.flush(); print('locked', flush=True); time.sleep(30)"),
-        str(tmp_path / ".train.lock")],
+    holder = subprocess.Popen([sys.executable, "-c", (  # another trainer: the lock, and its pid beside it
+        "import os, sys, time; from filelock import FileLock; lock = FileLock(sys.argv[1]); lock.acquire(); "
+        "open(sys.argv[2], 'w').write(str(os.getpid())); print('locked', flush=True); time.sleep(30)"),
+        str(tmp_path / ".train.lock"), str(tmp_path / ".train.owner")],
         stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"

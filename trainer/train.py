@@ -15,7 +15,6 @@ the loss term; the last good checkpoint stays on disk.
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import math
 import os
@@ -29,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.distributed as dist
+from filelock import FileLock, Timeout
 from tqdm import tqdm
 
 from common.errors import ReproError
@@ -316,7 +316,7 @@ class Trainer:
             return self._train(stop_after)
         finally:
             if self._lock_handle is not None:
-                self._lock_handle.close()  # releases the lock
+                self._lock_handle.release()
                 self._lock_handle = None
 
     def _train(self, stop_after: int | None) -> dict | None:
@@ -367,26 +367,21 @@ class Trainer:
         return self.finish(time.perf_counter() - wall0)
 
     def _lock(self) -> None:
-        """Hold an exclusive lock on the run folder for the life of this process, so that a second trainer
-        (e.g. a re-run while an orphaned job of a killed Snakemake still trains) cannot write beside it."""
+        """Hold an exclusive lock on the run folder for the life of this process (``filelock``: an OS lock, gone
+        with its holder), so that a second trainer (e.g. a re-run while an orphaned job of a killed Snakemake
+        still trains) cannot write beside it; the holder's pid is in ``.train.owner`` for the error."""
         if self.rank != 0:
             return
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        path = self.run_dir / ".train.lock"
-        handle = open(path, "a+")
+        lock, owner = FileLock(self.run_dir / ".train.lock", timeout=0), self.run_dir / ".train.owner"
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            owner = handle.read().strip() or "unknown"
-            handle.close()
-            raise TrainingLockError(f"{self.run_dir} is being trained by another process (pid {owner}); wait for it "
-                                    "to finish or kill it, then re-run") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
-        self._lock_handle = handle
+            lock.acquire()
+        except Timeout:
+            pid = owner.read_text().strip() if owner.is_file() else ""
+            raise TrainingLockError(f"{self.run_dir} is being trained by another process (pid {pid or 'unknown'}); "
+                                    "wait for it to finish or kill it, then re-run") from None
+        owner.write_text(f"{os.getpid()}\n")
+        self._lock_handle = lock
 
     def _check_valid_size(self) -> None:
         """Say so when the valid split is smaller than what valid/loss is meant to average (``eval_batches``
