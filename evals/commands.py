@@ -32,11 +32,16 @@ def arguments(p: argparse.ArgumentParser, evaluation) -> None:
     p.add_argument("--threads", type=int, default=None, help="torch threads")
 
 
-def _json(path: str) -> dict:
+def _json(path: str, keys=()) -> dict:
+    """A settings file the DAG wrote, with ``keys``; else one line naming what is missing."""
     try:
-        return json.loads(Path(path).read_text())
+        settings = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise ReproError(f"{path}: cannot read settings ({e}); re-run snakemake to rewrite it") from e
+    missing = [key for key in keys if not isinstance(settings, dict) or key not in settings]
+    if missing:
+        raise ReproError(f"{path}: no {missing[0]!r} in the settings; re-run snakemake to rewrite it")
+    return settings
 
 
 def _evaluate(a, evaluate) -> dict:
@@ -99,7 +104,9 @@ def boundaries(a):
 def law(a):
     from evals.scaling_fit import evaluate_law
 
-    settings = _json(a.settings)
+    from evals.scaling_fit import LAW_KEYS
+
+    settings = _json(a.settings, LAW_KEYS)
     runs = settings.pop("runs")
     r = evaluate_law(settings.pop("id"), settings, runs, Path(a.out))
     m = r["metrics"]
@@ -110,9 +117,9 @@ def law(a):
 
 
 def kernel(a):
-    from evals.kernel_latency import evaluate_kernel
+    from evals.kernel_latency import KERNEL_DEFAULTS, evaluate_kernel
 
-    settings = _json(a.settings)
+    settings = _json(a.settings, ["id", "rows", *KERNEL_DEFAULTS])
     r = evaluate_kernel(settings.pop("id"), settings, Path(a.out), threads=a.threads or 1)
     cells = ", ".join(f"{key} {value:.1f}" for key, value in r["metrics"].items() if value is not None)
     print(f"{r['experiment']} ({r['details']['device']}, {r['details']['dtype']}, {r['details']['pass']}): {cells} ms")

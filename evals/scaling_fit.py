@@ -82,6 +82,8 @@ def final_scores(points: list[LawPoint], predicted, held: list[str]) -> dict[str
 
 
 NOT_IDENTIFIABLE = "constants not identifiable from this grid"
+# what a law's settings file holds (the DAG writes it: workflows/resolve.py::scaling_laws and its run folders)
+LAW_KEYS = ("id", "runs", "law", "experiments", "fit_from", "holdout", "n_boot")
 
 
 def identify(result, fitted: list[LawPoint], settings: dict):

@@ -544,7 +544,7 @@ BAD_INPUTS = [
      "datasets.sudoku.tokenizer: 5 is not of type 'string'"),
     ('whole-number setting written as a float',
      lambda c: setp(c, "defaults.train.steps", 600.0),
-     'experiments[base_gpt2_s]: train.steps=600.0: give a whole number without a decimal point (600)'),
+     'defaults: train.steps=600.0: give a whole number without a decimal point (600)'),
     ('sampler seed beyond 32 bits',
      lambda c: c["genppl"].update(seed=2**70),
      "genppl.seed: 1180591620717411303424 is greater than the maximum of 4294967295 (the sampler's"),

@@ -124,3 +124,27 @@ def test_every_evaluation_is_one_subcommand_and_the_rules_call_one_command_line(
         with pytest.raises(SystemExit) as exit_:
             main([name, "--help"])
         assert exit_.value.code == 0
+
+
+def test_settings_an_evaluation_cannot_use_are_one_line(tmp_path, capsys):
+    """The settings files and JSON the DAG passes: a missing key, a list for an object, an unknown key."""
+    from workflows.cli import main
+
+    (tmp_path / "empty.json").write_text("{}")
+    cases = [(["eval-law", "--settings", str(tmp_path / "empty.json"), "--out", str(tmp_path / "l.json")],
+              "no 'id' in the settings"),
+             (["eval-kernel", "--settings", str(tmp_path / "empty.json"), "--out", str(tmp_path / "k.json")],
+              "no 'id' in the settings"),
+             (["eval-genppl", "--run-dir", str(tmp_path), "--tokenizer", "t", "--judge", "j", "--settings", "[]",
+               "--out", str(tmp_path / "g.json")], "is not a JSON object"),
+             (["eval-genppl", "--run-dir", str(tmp_path), "--tokenizer", "t", "--judge", "j", "--settings",
+               '{"samplez": 3}', "--out", str(tmp_path / "g.json")], "unknown key 'samplez' of the genppl section"),
+             (["eval-cond", "--run-dir", str(tmp_path), "--tokenizer", "t", "--tokens", str(tmp_path), "--settings",
+               "[1]", "--out", str(tmp_path / "c.json")], "is not a JSON object")]
+    for argv, message in cases:
+        assert main(argv) == USER_ERROR, argv
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and "\n" not in err and message in err, (argv, err)
+    with pytest.raises(SystemExit) as exit_:  # an unknown option: the subcommand's own usage
+        main(["eval-ppl", "--run-dir", "r", "--tokens", "t", "--out", "o", "--eval", "ppl"])
+    assert exit_.value.code == 2 and "usage: python -m workflows.cli eval-ppl" in capsys.readouterr().err

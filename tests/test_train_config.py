@@ -60,3 +60,27 @@ def test_the_eval_section_is_typed_too():
         EvalConfig.of({"batch": 8})
     with pytest.raises(ValueError, match=r"^eval\.limit='5': use an integer or null$"):
         EvalConfig.of({"limit": "5"})
+
+
+def test_a_bad_setting_is_named_where_it_was_written():
+    profile = load_profile(ROOT / "config" / "default.yaml", files=False)
+    broken = copy.deepcopy(profile)
+    broken["defaults"]["train"]["steps"] = 600.0
+    with pytest.raises(ConfigError, match=r"^p\.yaml: defaults: train\.steps=600\.0: give a whole number"):
+        resolve(broken, "p.yaml")
+    broken = copy.deepcopy(profile)
+    broken["experiments"][0].setdefault("overrides", {})["train.betas"] = 0.9
+    with pytest.raises(ConfigError, match=r"experiments\[base_gpt2_s\]: train\.betas=0\.9: use a list$"):
+        resolve(broken, "p.yaml")
+
+
+def test_an_off_switch_set_to_null_switches_it_off():
+    from workflows.experiments import validate
+
+    profile = load_profile(ROOT / "config" / "default.yaml", files=False)
+    profile["defaults"]["eval"]["limit"] = 5
+    profile["experiments"][0].setdefault("overrides", {}).update({"eval.limit": None, "train.init_from": None,
+                                                                   "train.parallel": None})
+    validate(profile, "p.yaml", files=False)
+    exp = resolve(profile, "p.yaml")[profile["experiments"][0]["id"]]
+    assert exp["eval"]["limit"] is None and exp["train"]["init_from"] is None and exp["train"]["parallel"] is None

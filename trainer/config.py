@@ -54,7 +54,8 @@ class TrainConfig:
     def of(cls, section: dict) -> TrainConfig:
         """The settings of a profile's (or a run config's) ``train`` section; ValueError in one line."""
         check_keys(cls, section, None, where="train")
-        return cls(**{key: tuple(value) if key == "betas" else value for key, value in section.items()})
+        return cls(**{key: tuple(value) if key == "betas" and isinstance(value, list) else value
+                      for key, value in section.items()})
 
     @classmethod
     def resolve(cls, section: dict) -> dict:

@@ -175,8 +175,9 @@ def main(argv=None) -> int | None:
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
     argv = sys.argv[1:] if argv is None else argv
     chosen = next((word for word in argv if not word.startswith("-")), None)
+    parsers = {}
     for name, (_, args) in COMMANDS.items():
-        p = sub.add_parser(name, help=name)
+        p = parsers[name] = sub.add_parser(name, help=name)
         if name != chosen:  # only the chosen command's options are built (a library's, imported then)
             continue
         if callable(args):
@@ -189,7 +190,9 @@ def main(argv=None) -> int | None:
         p.add_argument("--threads", type=int, default=None)
         if name == "pretrain":  # processes on this node (the rule's gpu resource): > 1 runs under torchrun
             p.add_argument("--nproc", type=int, default=1)
-    a = parser.parse_args(argv)
+    a, extra = parser.parse_known_args(argv)
+    if extra:  # named by the subcommand's own usage, not the top level's
+        parsers[a.command].error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return COMMANDS[a.command][0](a)
     except ReproError as e:

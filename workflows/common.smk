@@ -277,7 +277,8 @@ def harness_flags(wildcards):
     ``eval.limit``: documents per task; absent: the CLI's defaults), and the local copies of real tasks. Outside the run's config: changing them
     re-runs the evaluations only."""
     settings = EXPERIMENTS[wildcards.experiment]["eval"]
-    flags = [f"--{key.replace('_', '-')} {settings[key]}" for key in ("batch_size", "limit") if key in settings]
+    flags = [f"--{key.replace('_', '-')} {settings[key]}" for key in ("batch_size", "limit")
+             if settings.get(key) is not None]
     if LOCAL_TASKS is not None and BY_NAME[wildcards.suite].real_tasks:
         entry = PROFILE["local_tasks"]
         flags += ["--local-only", f"--local-data {shlex.quote(entry['manifest'])}"]

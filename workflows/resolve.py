@@ -106,6 +106,7 @@ def resolve(config: dict, source: str = "config") -> dict[str, dict]:
             exp_id = entries[exp_id].get("base")
         return out[::-1]
 
+    _check_defaults(config["defaults"], source)
     resolved = {}
     for exp_id in entries:
         lineage = chain(exp_id)
@@ -133,6 +134,18 @@ def resolve(config: dict, source: str = "config") -> dict[str, dict]:
     for exp in resolved.values():
         _attach_upstream(exp, resolved, source)
     return resolved
+
+
+def _check_defaults(defaults: dict, source: str) -> None:
+    """A wrong key or value in ``defaults.train`` or ``defaults.eval`` is named there, where it was written,
+    not at the first experiment that inherits it (a setting the defaults leave to the experiments is not
+    missing here: each experiment is checked whole)."""
+    for section, typed in (("train", TrainConfig), ("eval", EvalConfig)):
+        try:
+            typed.of(defaults[section])
+        except (ValueError, TypeError) as e:
+            if not str(e).endswith("is required; set it"):
+                raise ConfigError(f"{source}: defaults: {e}") from None
 
 
 def _upstream_model(up: dict, field: str, arch: str, spec_name: str, resolved: dict, source: str, chain: tuple) -> dict:

@@ -28,14 +28,12 @@ def arguments(p: argparse.ArgumentParser, evaluation=None) -> None:
 def run(a: argparse.Namespace) -> int:
     import torch
 
-    from evals.conditional import ConditionalEvalError, evaluate_conditional
+    from evals.conditional import SETTINGS_DEFAULTS, ConditionalEvalError, evaluate_conditional
+    from evals.genppl.command import settings_object
 
     if a.threads:
         torch.set_num_threads(a.threads)
-    try:
-        settings = json.loads(a.settings)
-    except json.JSONDecodeError as e:
-        raise ConditionalEvalError(f"--settings: not JSON ({e}); pass the profile's conditional section") from e
+    settings = settings_object(a.settings, SETTINGS_DEFAULTS, "conditional", ConditionalEvalError)
     run = Path(a.run_dir)
     r = evaluate_conditional(run / "final" if (run / "final").is_dir() else run, a.tokenizer, a.tokens, a.out,
                              settings, a.eval)

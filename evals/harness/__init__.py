@@ -3,7 +3,7 @@
 * ``adapter.ReproLM`` (registered in lm-eval as ``concept-repro``): the ``LM`` subclass;
 * ``checkpoints``: load a run's checkpoint and tokenizer, refusing what does not fit;
 * ``suites``: ``evals/tasks/suites.yaml`` resolved into a run plan;
-* ``run.evaluate`` (``python -m workflows.cli eval-<suite>`` / ``lm-eval``, ``command``): evaluate a run, write its
+* ``run.evaluate`` (``python -m workflows.cli eval-<name>`` / ``lm-eval``, ``command``): evaluate a run, write its
   result JSON and sample log.
 
 Task data lives in ``evals/tasks`` (embedded tasks from the synthetic world, local-file mode for
