@@ -204,6 +204,7 @@ def test_a_second_trainer_on_the_same_run_folder_is_refused(tiny_data, run_cfg, 
         holder.wait()
     time.sleep(0.1)
     assert Trainer(run_cfg, tiny_data["tokens"], tmp_path).run() is not None  # the lock died with its holder
+    assert not (tmp_path / ".train.owner").exists()  # released with its pid: no stale holder named later
 
 
 def test_stray_world_size_is_a_one_line_error(tiny_data, run_cfg, tmp_path, monkeypatch):

@@ -315,7 +315,8 @@ class Trainer:
         try:
             return self._train(stop_after)
         finally:
-            if self._lock_handle is not None:
+            if self._lock_handle is not None:  # the pid first: a refusal after this names no stale holder
+                (self.run_dir / ".train.owner").unlink(missing_ok=True)
                 self._lock_handle.release()
                 self._lock_handle = None
 
