@@ -128,7 +128,6 @@ RAW_WRITES_ALLOWED = {
     ("trainer/metrics.py", 'open(self.path, "a")'):
         "append-only training log, one JSON line per logged step; started atomically, and a resumed run restarts it "
         "from its checkpoint's copy",
-    ("trainer/train.py", 'open(path, "a+")'): "the run folder's lock file (flock); it holds the owner's pid, a hint",
     ("workflows/cli.py", 'open(os.environ[ERROR_FILE], "a")'):
         "each rank appends its one error line to the launcher's error file",
     ("trainer/checkpoint.py", "save_file(tensors, f.name)"): "safetensors writes by name, inside atomic_write",

@@ -32,7 +32,7 @@ from filelock import FileLock, Timeout
 from tqdm import tqdm
 
 from common.errors import ReproError
-from common.io import atomic_write_json, config_hash, sha256_file
+from common.io import atomic_write_json, atomic_write_text, config_hash, sha256_file
 from common.provenance import host_fingerprint
 from models.blocks import Block
 from models.dlcm import CrossBlock
@@ -381,7 +381,7 @@ class Trainer:
             pid = owner.read_text().strip() if owner.is_file() else ""
             raise TrainingLockError(f"{self.run_dir} is being trained by another process (pid {pid or 'unknown'}); "
                                     "wait for it to finish or kill it, then re-run") from None
-        owner.write_text(f"{os.getpid()}\n")
+        atomic_write_text(owner, f"{os.getpid()}\n")
         self._lock_handle = lock
 
     def _check_valid_size(self) -> None:
