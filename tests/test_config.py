@@ -71,6 +71,7 @@ def test_fillers_run_in_small_and_diagnostics_in_their_opt_in_profile():
                                                 "contextlm_gpt2_s", "contextlm_gpt2_s_add", "conceptlm_gpt2_s_normonly",
                                                 "mtp_pythia_s_mean", "dlcm_s_window8", "dlcm_s_window1",
                                                 "dlcm_s_xrope", "dlcm_s_xrope_zp", "dlcm_s_1200", "dlcm_s_xrope_1200",
+                                                "dlcm_s_xrope_w8", "dlcm_s_xrope_w16",
                                                 "ncm_tok_s800", "ncm_tok_s1600", "ncm_tok_s3200", "ncm_s_t800",
                                                 "ncm_s_t1600", "ncm_s_t3200", "ncm_s_t3200_g1000", "ncm_s_t3200_g2000",
                                                 "ncm_anchor_tok_s", "ncm_anchor_tok_s_nd1",
