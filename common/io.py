@@ -124,6 +124,19 @@ def config_hash(obj) -> str:
     return sha256_bytes(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode())[:16]
 
 
+def read_settings(path: str | Path, keys=()) -> dict:
+    """A settings JSON the DAG wrote (a job's ``--settings`` / ``--config``), holding ``keys``; else a
+    one-line ``ReproError`` naming the file and the fix."""
+    try:
+        settings = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ReproError(f"{path}: cannot read settings ({e}); re-run snakemake to rewrite it") from e
+    missing = [key for key in keys if not isinstance(settings, dict) or key not in settings]
+    if missing:
+        raise ReproError(f"{path}: no {missing[0]!r} in the settings; re-run snakemake to rewrite it")
+    return settings
+
+
 @entry_point
 def main(argv: list[str] | None = None) -> int:
     """``python -m common.io PATH``: write standard input to PATH atomically, byte for byte."""

@@ -10,7 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
-from common.errors import ReproError
+from common.io import read_settings
 
 
 def _paths(p: argparse.ArgumentParser, *names: str) -> None:
@@ -32,15 +32,19 @@ def arguments(p: argparse.ArgumentParser, evaluation) -> None:
     p.add_argument("--threads", type=int, default=None, help="torch threads")
 
 
-def _json(path: str, keys=()) -> dict:
-    """A settings file the DAG wrote, with ``keys``; else one line naming what is missing."""
+def settings_object(text: str, defaults: dict, section: str, error: type) -> dict:
+    """``--settings``: a JSON object of the profile's ``section`` whose keys its evaluator knows (``defaults``);
+    else ``error`` in one line."""
     try:
-        settings = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise ReproError(f"{path}: cannot read settings ({e}); re-run snakemake to rewrite it") from e
-    missing = [key for key in keys if not isinstance(settings, dict) or key not in settings]
-    if missing:
-        raise ReproError(f"{path}: no {missing[0]!r} in the settings; re-run snakemake to rewrite it")
+        settings = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise error(f"--settings: not JSON ({e}); pass the profile's {section} section as JSON") from e
+    if not isinstance(settings, dict):
+        raise error(f"--settings: {text[:40]!r} is not a JSON object; pass the profile's {section} section")
+    unknown = sorted(set(settings) - set(defaults))
+    if unknown:
+        raise error(f"--settings: unknown key {unknown[0]!r} of the {section} section; known keys: "
+                    f"{', '.join(sorted(defaults))}")
     return settings
 
 
@@ -106,7 +110,7 @@ def law(a):
 
     from evals.scaling_fit import LAW_KEYS
 
-    settings = _json(a.settings, LAW_KEYS)
+    settings = read_settings(a.settings, LAW_KEYS)
     runs = settings.pop("runs")
     r = evaluate_law(settings.pop("id"), settings, runs, Path(a.out))
     m = r["metrics"]
@@ -119,7 +123,7 @@ def law(a):
 def kernel(a):
     from evals.kernel_latency import KERNEL_DEFAULTS, evaluate_kernel
 
-    settings = _json(a.settings, ["id", "rows", *KERNEL_DEFAULTS])
+    settings = read_settings(a.settings, ["id", "rows", *KERNEL_DEFAULTS])
     r = evaluate_kernel(settings.pop("id"), settings, Path(a.out), threads=a.threads or 1)
     cells = ", ".join(f"{key} {value:.1f}" for key, value in r["metrics"].items() if value is not None)
     print(f"{r['experiment']} ({r['details']['device']}, {r['details']['dtype']}, {r['details']['pass']}): {cells} ms")

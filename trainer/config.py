@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
-from models.fields import check_fields, check_keys, off_switch, written_out
+from models.fields import check_fields, check_keys, declared_types, off_switch, written_out
 
 
 @dataclass(frozen=True)
@@ -43,11 +43,11 @@ class TrainConfig:
     parallel: Literal["ddp", "fsdp"] | None = off_switch()   # several processes: null = ddp
 
     def __post_init__(self):
-        for f in dataclasses.fields(self):  # YAML's 600.0 is a float: range() and the step counter want an int
-            value = getattr(self, f.name)
-            if f.type in ("int", "int | None") and isinstance(value, float):
+        for name, kind in declared_types(type(self)).items():  # YAML's 600.0 is a float: range() wants an int
+            value = getattr(self, name)
+            if int in (kind, *get_args(kind)) and isinstance(value, float):
                 whole = int(value) if value.is_integer() else "an integer"
-                raise ValueError(f"train.{f.name}={value}: give a whole number without a decimal point ({whole})")
+                raise ValueError(f"train.{name}={value}: give a whole number without a decimal point ({whole})")
         check_fields(self, "train")
 
     @classmethod

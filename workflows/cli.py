@@ -31,7 +31,6 @@ Tools outside the DAG: ``lm-eval`` (any suites or lm-eval tasks, local copies of
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -40,28 +39,22 @@ from pathlib import Path
 import torch
 
 from common.errors import ReproError, entry_point
+from common.io import read_settings
 from evals.registry import EVALUATIONS
 from workflows.experiments import ConfigError
-
-
-def _json(path: str) -> dict:
-    try:
-        return json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise ConfigError(f"{path}: cannot read settings ({e}); re-run snakemake to rewrite it") from e
 
 
 def corpus(a):
     from corpora.corpus import write_corpus
 
-    m = write_corpus(_json(a.settings)["corpus"], Path(a.out))
+    m = write_corpus(read_settings(a.settings)["corpus"], Path(a.out))
     print(f"corpus {m['id']}: " + ", ".join(f"{s} {v['n_docs']} docs" for s, v in m["splits"].items()))
 
 
 def tokenizer(a):
     from corpora.tokenization import load_tokenizer, train_bpe
 
-    cfg = _json(a.settings)["tokenizer"]
+    cfg = read_settings(a.settings)["tokenizer"]
     if cfg["kind"] == "bpe":
         digest = train_bpe(Path(a.corpus), cfg["vocab_size"], cfg["min_frequency"], Path(a.out))
     elif cfg["kind"] == "chars":
@@ -79,7 +72,7 @@ def tokenizer(a):
 def tokenize(a):
     from corpora.tokenization import load_tokenizer, tokenize_corpus, tokenize_pairs
 
-    settings = _json(a.settings)
+    settings = read_settings(a.settings)
     tok = load_tokenizer(settings["tokenizer"], Path(a.tokenizer))
     if settings.get("layout"):
         m = tokenize_pairs(Path(a.corpus), tok, Path(a.out), settings["layout"])
@@ -93,7 +86,7 @@ def pretrain(a):
     from trainer.data import read_manifest
     from trainer.train import Trainer
 
-    run_cfg = _json(a.config)
+    run_cfg = read_settings(a.config)
     check_tokenizer(read_manifest(Path(a.tokens)), load_tokenizer(run_cfg["tokenizer"], Path(a.tokenizer)).sha256,
                     Path(a.tokens))
     if a.nproc > 1 and "LOCAL_RANK" not in os.environ:

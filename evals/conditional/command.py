@@ -29,7 +29,7 @@ def run(a: argparse.Namespace) -> int:
     import torch
 
     from evals.conditional import SETTINGS_DEFAULTS, ConditionalEvalError, evaluate_conditional
-    from evals.genppl.command import settings_object
+    from evals.commands import settings_object
 
     if a.threads:
         torch.set_num_threads(a.threads)

@@ -69,6 +69,8 @@ def evaluate(a: argparse.Namespace) -> int:
     _threads(a)
     from evals.genppl.sample import SETTINGS_DEFAULTS
 
+    from evals.commands import settings_object
+
     settings = settings_object(a.settings, SETTINGS_DEFAULTS, "genppl", GenPPLError)
     try:
         variant = parse_eval(a.eval)
@@ -115,22 +117,6 @@ def score(a: argparse.Namespace) -> int:
                       device=a.device, dtype=a.dtype)
     print(json.dumps(r["metrics"], indent=1))
     return 0
-
-
-def settings_object(text: str, defaults: dict, section: str, error: type) -> dict:
-    """``--settings``: a JSON object of the profile's ``section`` whose keys its evaluator knows (``defaults``);
-    else ``error`` in one line."""
-    try:
-        settings = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise error(f"--settings: not JSON ({e}); pass the profile's {section} section as JSON") from e
-    if not isinstance(settings, dict):
-        raise error(f"--settings: {text[:40]!r} is not a JSON object; pass the profile's {section} section")
-    unknown = sorted(set(settings) - set(defaults))
-    if unknown:
-        raise error(f"--settings: unknown key {unknown[0]!r} of the {section} section; known keys: "
-                    f"{', '.join(sorted(defaults))}")
-    return settings
 
 
 def _threads(a: argparse.Namespace) -> None:
