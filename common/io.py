@@ -8,7 +8,7 @@ file and leaves ``path`` as it was; a failed write (typically a full disk) is on
 the file. ``atomic_write_text`` / ``atomic_write_bytes`` / ``atomic_write_json`` (the suite's one JSON
 style) write a whole value through it; ``python -m common.io PATH`` writes its standard input through it
 (the Snakemake rules that write settings files). What may bypass it, and why, is listed in
-``tests/test_io.py`` (append-only logs, lock files, folders written by other libraries).
+``tests/common/test_io.py`` (append-only logs, lock files, folders written by other libraries).
 """
 from __future__ import annotations
 

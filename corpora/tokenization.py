@@ -239,7 +239,7 @@ def _strict_chars(tok):
 
 SHARD_DOCS = 100_000  # documents per shard of tokenize_corpus: the unit of parallel work and of resuming
 PARTS = ".parts"      # finished shards, beside the token files until the split is assembled
-# Test hooks (tests/test_rerun.py, through Snakemake): another shard size (the bytes do not change), and
+# Test hooks (tests/workflows/test_rerun.py, through Snakemake): another shard size (the bytes do not change), and
 # a SIGKILL of the tokenizing process after its N-th finished shard, as a crash would. Unset in normal runs.
 SHARD_DOCS_ENV, FAULT_ENV = "REPRO_SHARD_DOCS", "REPRO_SIGKILL_AFTER_SHARD"
 

@@ -16,7 +16,8 @@ in after its first ``insert_layer`` layers (Fig. 2, §2):
 4. shift: position t receives the prediction of chunk floor((t+1)/k) -- made from the chunks before
    it, all complete by position t -- and zeros for t < k - 1: each prediction repeated k times and
    shifted right by k - 1 (§2.3; docs/sources.md, "ConceptLM: what the paper leaves open", item 1; the
-   paper's printed index floor(t/(k-1)) leaks the future from position 2k - 2 on, see ``tests/conceptlm``);
+   paper's printed index floor(t/(k-1)) leaks the future from position 2k - 2 on, see
+   ``tests/models/test_concept_causality.py``);
 5. decoder: the remaining token layers on ``h_t + shifted concept``, final norm and LM head.
 
 Losses (§3), each on/off by a flag here (an off term is not computed) and weighted by the

@@ -79,7 +79,7 @@ weight is multiplied by that count: replication computes softmax_j(q.k_j / sqrt(
 n_tj = #{i <= t : j(i) - 1 = j}, a segment-length-weighted cross-attention (open 6), not
 Psi's plain cross-attention over M concepts. ``decoder_attention: mask`` is the explicit reference:
 cross-attention over the null + M concepts with the bias log n_tj (-inf where n_tj = 0: the mask), equal
-to replication in values and gradients (``tests/dlcm``); with ``concept_weighting: uniform`` it is
+to replication in values and gradients (``tests/models/test_dlcm_model``); with ``concept_weighting: uniform`` it is
 Psi's plain masked cross-attention (bias 0 / -inf), which replication cannot express.
 
 **Compression loss** ("Global Parser", Eq. 10; H-Net utils/train.py:13-40): L_aux = R / (R - 1) [(R - 1)

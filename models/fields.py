@@ -45,7 +45,7 @@ _WHAT = {int: "an integer", float: "a number", bool: "true or false", dict: "a m
 @functools.cache
 def declared_types(cls: type) -> dict[str, object]:
     """Field name -> type of the config dataclass ``cls`` (a ``Literal`` for a field with fixed choices; a
-    class that changes a field's default restates the field's type, ``tests/test_model_fields.py``)."""
+    class that changes a field's default restates the field's type, ``tests/models/test_model_fields.py``)."""
     hints = typing.get_type_hints(cls)
     return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
 

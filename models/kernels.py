@@ -8,7 +8,7 @@ parameters, same state dict) whose forward and input gradient go through oneDNN;
 gradient ``g.T @ x`` stays with MKL (its operands are transposed views, which oneDNN would copy
 first). Below ``ONEDNN_MIN_ROWS`` rows (decoding) and anywhere else (GPU, half precision,
 torch.compile tracing, builds without oneDNN) it is ``F.linear``. Values equal ``F.linear`` to float rounding
-(``tests/test_models.py``). ``benchmarks/train_throughput.py`` measures the whole step.
+(``tests/models/test_models.py``). ``benchmarks/train_throughput.py`` measures the whole step.
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ fp32 the three products with ``W`` go through oneDNN (``models.kernels``). Forwa
 loss on 2 CPU cores: 2048 tokens, vocabulary 2048, d 64 (the embedded ``s`` batch) 18 ms instead of
 27 ms with 512-row chunks, log-softmax and MKL; 4096 tokens, 4096, d 128: 85 instead of 114 ms (1
 core: 29 vs 44, 176 vs 227; ``benchmarks/train_throughput.py`` measures the whole step). The value
-and both gradients equal ``F.cross_entropy(h @ W.T, y)`` to float rounding (``tests/test_models.py``).
+and both gradients equal ``F.cross_entropy(h @ W.T, y)`` to float rounding (``tests/models/test_models.py``).
 """
 from __future__ import annotations
 

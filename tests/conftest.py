@@ -63,3 +63,57 @@ def tiny_data(tmp_path_factory) -> dict:
 @pytest.fixture
 def run_cfg() -> dict:
     return copy.deepcopy(TINY_RUN)
+
+
+# A small synthetic world tokenised once per module: the DLCM evaluations' tests train tiny runs on it.
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> dict:
+    from corpora.corpus import write_corpus
+    from corpora.tokenization import load_tokenizer, tokenize_corpus, train_bpe
+
+    root = tmp_path_factory.mktemp("world")
+    write_corpus({"id": "w", "source": "synthetic", "seed": 3,
+                  "synthetic": {"train_docs": 120, "valid_docs": 10, "test_docs": 10}}, root / "corpus")
+    train_bpe(root / "corpus", 300, 2, root / "tokenizer.json")
+    tokenize_corpus(root / "corpus", load_tokenizer({"kind": "bpe"}, root / "tokenizer.json"), root / "tokens")
+    return {"root": root, "corpus": root / "corpus", "tokenizer": root / "tokenizer.json", "tokens": root / "tokens"}
+
+
+# A tiny paired corpus (local .tsv: word sequences -> the same words reversed), tokenized into the paired
+# layout with the real code.
+LAYOUT = {"source_len": 12, "target_len": 10}
+
+
+def write_pairs(path, n: int, seed: int) -> None:
+    rng = random.Random(seed)
+    with open(path, "w") as f:
+        for _ in range(n):
+            words = [rng.choice(WORDS) for _ in range(rng.randint(2, 5))]
+            f.write(" ".join(words) + "\t" + " ".join(reversed(words)) + "\n")
+
+
+@pytest.fixture(scope="session")
+def tiny_pairs(tmp_path_factory) -> dict:
+    from corpora.corpus import write_corpus
+    from corpora.tokenization import load_tokenizer, tokenize_pairs, train_bpe
+
+    root = tmp_path_factory.mktemp("tiny_pairs")
+    for split, n, seed in (("train", 300, 1), ("valid", 30, 2), ("test", 30, 3)):
+        write_pairs(root / f"{split}.tsv", n, seed)
+    corpus_cfg = {"id": "pairs", "source": "pairs",
+                  "pairs": {"task": "wmt14_deen", "n": {"train": 300, "valid": 30, "test": 30},
+                            "local": {s: str(root / f"{s}.tsv") for s in ("train", "valid", "test")}}}
+    data = root / "data"
+    write_corpus(corpus_cfg, data / "corpus")
+    train_bpe(data / "corpus", 300, 2, root / "tokenizer.json")
+    tokenize_pairs(data / "corpus", load_tokenizer({"kind": "bpe"}, root / "tokenizer.json"), data / "tokens", LAYOUT)
+    return {"root": root, "corpus_cfg": corpus_cfg, "corpus": data / "corpus", "tokens": data / "tokens",
+            "tokenizer": root / "tokenizer.json"}
+
+
+@pytest.fixture
+def pair_run(tiny_pairs) -> dict:
+    run = copy.deepcopy(TINY_RUN)
+    run.update(id="pairs_ar", corpus=tiny_pairs["corpus_cfg"], layout=dict(LAYOUT))
+    run["model"]["seq_len"] = LAYOUT["source_len"] + LAYOUT["target_len"]
+    return run

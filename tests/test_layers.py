@@ -60,3 +60,15 @@ def test_no_modules_import_each_other_in_a_circle():
         if node not in state:
             visit(node, [node])
     assert cycles == []
+
+
+DATA_FOLDERS = {"fixtures", "golden", "__pycache__"}   # test data, not tests
+
+
+def test_the_test_folders_mirror_the_packages():
+    """tests/<package>/<subpackage>/ holds the tests of <package>/<subpackage>/; the top of tests/ holds
+    those of the repository as a whole (this file, lint, dependencies, the Makefile)."""
+    folders = [p for p in (ROOT / "tests").rglob("*") if p.is_dir() and not DATA_FOLDERS & set(p.parts)]
+    strays = sorted(str(p.relative_to(ROOT)) for p in folders
+                    if not (ROOT / p.relative_to(ROOT / "tests") / "__init__.py").is_file())
+    assert strays == []

@@ -465,7 +465,7 @@ FAULT_ENV = "REPRO_SIGKILL_AFTER_STEP"
 
 def _fault_point(step: int) -> None:
     """Test hook: ``REPRO_SIGKILL_AFTER_STEP=N`` kills this process with SIGKILL after step N (after its
-    log rows and checkpoint), as a crash or an OOM killer would; tests/test_rerun.py uses it through
+    log rows and checkpoint), as a crash or an OOM killer would; tests/workflows/test_rerun.py uses it through
     Snakemake. Unset in every normal run."""
     if os.environ.get(FAULT_ENV) == str(step):
         os.kill(os.getpid(), signal.SIGKILL)
