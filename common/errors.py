@@ -23,6 +23,11 @@ class ReproError(Exception):
     """An error whose message names the file or key at fault and what to do."""
 
 
+class ConfigError(ReproError, ValueError):
+    """A profile is invalid; the message names the key and the fix (raised by every layer that checks a
+    profile's settings: ``workflows.check``, and an entry kind's resolver in ``evals/``)."""
+
+
 class CheckpointError(ReproError, RuntimeError):
     """A checkpoint is truncated, corrupted or belongs to another configuration."""
 

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from common.errors import ReproError
+from common.errors import ConfigError, ReproError
 from common.io import atomic_write_json
 from evals.result import settings_record
 
@@ -97,3 +97,21 @@ def evaluate_kernel(kernel_id: str, settings: dict, out_path: Path, threads: int
     record = settings_record(kernel_id, settings, out_path, metrics, details, t0)
     atomic_write_json(out_path, record)
     return record
+
+
+def resolve_benchmarks(section: dict, experiments: dict, source: str = "kernel_benchmarks") -> dict[str, dict]:
+    """A profile's ``kernel_benchmarks`` (``section``) by id with defaults filled in: each a result folder of
+    its own, ``results/runs/<id>/seed0/eval/kernel.json``. The entry kind's resolver (``evals/registry.py``)."""
+    kernels = {}
+    for kernel_id, entry in section.items():
+        where = f"{source}.{kernel_id}"
+        settings = {**KERNEL_DEFAULTS, **entry}
+        for i, row in enumerate(settings["rows"]):
+            if row["hidden"] % settings["heads"]:
+                raise ConfigError(f"{where}.rows[{i}].hidden: {row['hidden']} is not divisible by heads "
+                                  f"{settings['heads']}; pick a multiple")
+        ids = [row_id(row["seq_len"], row["hidden"]) for row in settings["rows"]]
+        if len(set(ids)) < len(ids):
+            raise ConfigError(f"{where}.rows: {max(ids, key=ids.count)} is listed twice; drop one")
+        kernels[kernel_id] = settings
+    return kernels

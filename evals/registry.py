@@ -7,11 +7,27 @@ the names. Pure data: importing it loads neither torch nor lm-eval.
 
 A family (``variants``) is a name followed by a suffix: a regular expression whose named groups are the
 variant's settings (``genppl_s8``: steps 8); the evaluator gives them their meaning.
+
+An evaluation with an ``EntryKind`` is written by a profile section of its own instead (a scaling law's fit,
+a kernel benchmark): each id of that section is an entry with one result folder, ``results/runs/<id>/seed0``,
+whose rule the DAG generates from the kind. A new kind is its section in the profile schema, its line
+here, its module (the resolver, the evaluator and its command) and the table spec that shows it.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EntryKind:
+    """A profile section whose ids each write this evaluation's result, ``results/runs/<id>/seed0/eval/<name>.json``."""
+    section: str                  # the profile key (``scaling_laws``)
+    resolver: str                 # "module:function" (section, experiments, source) -> {id: settings}: defaults
+    #                               filled in, refused in one ``ConfigError`` line; each settings has a ``paper``
+    reads: tuple[str, ...] = ()   # the files of each run of the settings' ``experiments`` that the result reads
+    threads: int | None = None    # the job's threads (None: Snakemake's default, 1)
+    gpu: int = 0                  # the GPUs the job asks for
 
 
 @dataclass(frozen=True)
@@ -25,7 +41,7 @@ class Evaluation:
     data: str = "stream"          # stream: a token stream; pairs: paired examples only; any: either
     likelihood: bool = False      # scores next-token likelihoods: causal token LMs only
     world_tasks: bool = False     # lm-eval on the tasks generated from the synthetic world
-    listed: bool = True           # an experiment lists it; False: written otherwise (a scaling law's fit)
+    kind: EntryKind | None = None  # written by a profile section of its own instead of an experiment's ``evals``
     command: str = "evals.commands"  # "module:function" run by `python -m workflows.cli eval-<name>` (the
     #                               module's arguments(parser, evaluation) gives its options); module alone: :<name>
 
@@ -34,6 +50,11 @@ class Evaluation:
         """The module and function of its command line (``python -m workflows.cli eval-<name>``)."""
         module, _, function = self.command.partition(":")
         return module, function or self.name
+
+    @property
+    def listed(self) -> bool:
+        """An experiment lists it in ``evals`` (False: an entry kind writes it)."""
+        return self.kind is None
 
     @property
     def real_tasks(self) -> bool:
@@ -76,11 +97,15 @@ EVALUATIONS = (
                "targets generated from sources: BLEU, ROUGE, Sudoku boards", data="pairs",
                variants=r"(?:_k(?P<scales>[0-9]+))?(?:_mbr(?P<mbr>[1-9][0-9]*))?(?:_cfg(?P<guidance>[0-9]+(?:\.[0-9]+)?))?",
                command="evals.conditional.command:run"),
-    Evaluation("law", "fit_law", "law", "a scaling law's fit (results/runs/<law>/seed0)", listed=False),
+    Evaluation("law", "fit_law", "law", "a scaling law's fit (results/runs/<law>/seed0)",
+               kind=EntryKind("scaling_laws", "evals.scaling_fit:resolve_laws",
+                              reads=("eval/boundaries.json", "train/metrics.jsonl"))),
     Evaluation("kernel", "kernel_bench", "kernel", "a kernel benchmark's latencies, DLCM Table 6 "
-               "(results/runs/<id>/seed0; evals/kernel_latency.py)", listed=False),
+               "(results/runs/<id>/seed0; evals/kernel_latency.py)",
+               kind=EntryKind("kernel_benchmarks", "evals.kernel_latency:resolve_benchmarks", threads=1, gpu=1)),
 )
 BY_NAME = {e.name: e for e in EVALUATIONS}
+ENTRY_KINDS = tuple(e for e in EVALUATIONS if e.kind is not None)  # in the order their sections are resolved
 # NCM's archs: ``recon`` applies to them only, and their ``mechanisms`` checks (evals/mechanisms_ncm.py) read the
 # run's own view of a split, paired examples included
 NCM_ARCHS = ("ncm_tokenizer", "ncm")

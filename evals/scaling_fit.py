@@ -27,7 +27,7 @@ import json
 import time
 from pathlib import Path
 
-from common.errors import ReproError
+from common.errors import ConfigError, ReproError
 from common.io import atomic_write_json
 from evals.result import settings_record
 from evals.scaling_law import LawPoint, fit, fit_to_result, identifiability, log_residual_sd, predict, r2_rmse
@@ -82,7 +82,7 @@ def final_scores(points: list[LawPoint], predicted, held: list[str]) -> dict[str
 
 
 NOT_IDENTIFIABLE = "constants not identifiable from this grid"
-# what a law's settings file holds (the DAG writes it: workflows/resolve.py::scaling_laws and its run folders)
+# what a law's settings file holds (the DAG writes it: resolve_laws below and its run folders)
 LAW_KEYS = ("id", "runs", "law", "experiments", "fit_from", "holdout", "n_boot")
 
 
@@ -126,7 +126,7 @@ def evaluate_law(law_id: str, settings: dict, runs: dict[str, Path], out_path: P
 
 def profile_grid(experiments: dict, settings: dict, vocab: int) -> tuple[list[LawPoint], list[LawPoint]]:
     """The (N, D, R, P) points a law would fit and hold out, before anything trains: ``experiments`` a
-    profile's resolved experiments, ``settings`` its law's (``workflows.resolve.scaling_laws``). Each
+    profile's resolved experiments, ``settings`` its law's (``resolve_laws``). Each
     grid experiment's model is built (vocabulary ``vocab``) for N and P as its boundaries evaluation counts
     them (``evals.boundaries.parameter_share``), R its target, D the tokens of the validation rows from
     ``fit_from`` on, one run per seed. Losses are placeholders (1.0): the grid for
@@ -146,3 +146,58 @@ def profile_grid(experiments: dict, settings: dict, vocab: int) -> tuple[list[La
                                  float(model.cfg.target_ratio), share["params/concept_share"], 1.0)
                 (held if exp_id in settings["holdout"] else fitted).append(point)
     return fitted, held
+
+
+LAW_DEFAULTS = {"holdout": [], "fit_from": 0.2, "n_boot": 200, "identify_rel_tol": 0.25, "identify_draws": 3}
+
+
+def resolve_laws(section: dict, experiments: dict, source: str = "scaling_laws") -> dict[str, dict]:
+    """A profile's ``scaling_laws`` (``section``) by id with defaults filled in and their grids resolved to
+    experiment ids (patterns expanded in profile order): ``{"paper", "law", "experiments", "holdout",
+    "fit_from", "n_boot"}``. Each grid experiment needs the ``boundaries`` evaluation (N, P, R of its runs).
+    The entry kind's resolver (``evals/registry.py``)."""
+    from fnmatch import fnmatchcase
+
+    from evals.scaling_law import grid_problem
+
+    laws = {}
+    for law_id, entry in section.items():
+        where = f"{source}.{law_id}"
+        grid = [e for e in experiments if any(fnmatchcase(e, pattern) for pattern in entry["experiments"])]
+        unmatched = [p for p in entry["experiments"] if not any(fnmatchcase(e, p) for e in experiments)]
+        if unmatched:
+            raise ConfigError(f"{where}.experiments: {unmatched[0]!r} names no experiment of the profile")
+        lacking = [e for e in grid if "boundaries" not in experiments[e]["evals"]]
+        if lacking:
+            raise ConfigError(f"{where}.experiments: {lacking[0]} has no boundaries evaluation, which gives the law "
+                              "its N, P and R; add boundaries to its evals")
+        stray = [e for e in entry.get("holdout", []) if e not in grid]
+        if stray:
+            raise ConfigError(f"{where}.holdout: {stray[0]} is not in the law's grid")
+        fitted = [e for e in grid if e not in entry.get("holdout", [])]
+        problem = grid_problem(_law_shape(experiments[e]["model"]) for e in fitted)
+        if problem:
+            raise ConfigError(f"{where}.experiments: {problem} (the runs left after the hold-out, counted from "
+                              "their weight matrices); add experiments or hold fewer out")
+        fit_from = entry.get("fit_from", LAW_DEFAULTS["fit_from"])
+        tokens = {e: validation_tokens(experiments[e], fit_from) for e in fitted}
+        n_d, n_points = (len(set().union(*tokens.values())),
+                         sum(len(t) * len(experiments[e]["seeds"]) for e, t in tokens.items()))
+        if n_d < 3 or n_points <= 11:
+            raise ConfigError(f"{where}: the fitted runs log {n_points} validation losses at {n_d} token count(s) from "
+                              f"fit_from={fit_from:g} of training on; the law needs 3 token counts and 12 points: "
+                              "lower train.eval_interval of the grid's runs or fit_from")
+        laws[law_id] = {**LAW_DEFAULTS, **entry, "experiments": grid}
+    return laws
+
+
+def _law_shape(model: dict) -> tuple[float, float, float]:
+    """(N, P, R) of a DLCM experiment from its weight matrices (``models.dlcm.matrix_params``; biases and
+    norms left out): enough to tell whether a law's grid varies what the law needs."""
+    from models.dlcm import matrix_params
+    from models.registry import model_config
+
+    _, cfg = model_config({k: v for k, v in model.items() if k != "seq_len"}, vocab_size=257, seq_len=model["seq_len"])
+    m = matrix_params(cfg)
+    n = m["token_side"] + m["concept"]
+    return float(n), m["concept"] / n, float(cfg.target_ratio)

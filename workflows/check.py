@@ -15,8 +15,7 @@ import yaml
 
 from evals.registry import NCM_ARCHS, find
 from workflows.load import ConfigError
-from workflows.resolve import (SECTIONS, datasets, genppl_settings, kernel_benchmarks, local_tasks, resolve,
-                               scaling_laws)
+from workflows.resolve import SECTIONS, datasets, entry_kinds, genppl_settings, local_tasks, resolve
 
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schemas" / "config.schema.yaml"
@@ -108,7 +107,7 @@ def validate(config, source: str = "config", files: bool = True) -> dict:
                               else f"{source}: experiments[{exp_id}]: {e}") from None
     _check_genppl(config, experiments, source)
     _check_local_tasks(config, experiments, source)
-    kernel_benchmarks(config, {**experiments, **scaling_laws(config, experiments, source)}, source)
+    entry_kinds(config, experiments, source)
     _check_corpus(config["corpus"], source, files)
     _check_upstream_data(config, experiments, source)
     return config

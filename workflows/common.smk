@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from workflows.experiments import (ConfigError, PAPERS, as_entries, datasets, genppl_settings, kernel_benchmarks,
+from workflows.experiments import (ConfigError, PAPERS, as_entries, datasets, entry_kinds, genppl_settings,
                                    local_tasks, profile_chain, read_profile, resolve, result_index, run_config,
-                                   scaling_laws, validate, with_parents)
+                                   validate, with_parents)
 
 # A profile's `extends:` file is relative to the profile (the last --configfile; config/ by default).
 # Errors name that file.
@@ -25,12 +25,13 @@ except ConfigError as error:
     raise WorkflowError(f"invalid profile: {error}") from None
 
 EXPERIMENTS = resolve(PROFILE)
-# Fitted scaling laws (`scaling_laws:`): each a result folder of its own, results/runs/<law>/seed0/.
-LAWS = scaling_laws(PROFILE, EXPERIMENTS, SOURCE)
-# Kernel latency benchmarks (`kernel_benchmarks:`; DLCM Table 6): results/runs/<id>/seed0/eval/kernel.json.
-KERNELS = kernel_benchmarks(PROFILE, {**EXPERIMENTS, **LAWS}, SOURCE)
-# All three as entries (workflows/resolve.py::Entry): the result files the targets ask for, the tables' index.
-ENTRIES = as_entries(EXPERIMENTS, LAWS, KERNELS)
+# The entry kinds' sections (evals/registry.py, ENTRY_KINDS: `scaling_laws:`, `kernel_benchmarks:`), by the
+# evaluation each writes: every id a result folder of its own, results/runs/<id>/seed0/eval/<evaluation>.json.
+KINDS = entry_kinds(PROFILE, EXPERIMENTS, SOURCE)
+OTHERS = {entry: settings for section in KINDS.values() for entry, settings in section.items()}
+# Experiments and those entries (workflows/resolve.py::Entry): the result files the targets ask for, the tables'
+# index, the rules of the entry kinds (workflows/evaluate.smk).
+ENTRIES = as_entries(EXPERIMENTS, KINDS)
 # CPU libraries pick their code path (vector width, cache blocking) by host, and the numbers follow: every
 # x86 job runs with MKL's reproducible AVX2 branch and ATen's AVX2 kernels (common/provenance.py; a value
 # already in the environment wins, and is recorded). Cost measured on the embedded shapes: 3-9 % per
@@ -78,14 +79,12 @@ RUN = f"{RUNS}/{{experiment}}/seed{{seed}}"
 
 
 # Every evaluation name (an experiment's `evals`), the job writing it and its lm-eval suite: evals/registry.py.
-from evals.registry import BY_NAME, constraint
+from evals.registry import BY_NAME, ENTRY_KINDS, constraint
 
 
 wildcard_constraints:
     experiment="|".join(map(re.escape, EXPERIMENTS)),
-    law="|".join(map(re.escape, LAWS)) or "(?!)",
-    kernel="|".join(map(re.escape, KERNELS)) or "(?!)",
-    entry="|".join(map(re.escape, [*LAWS, *KERNELS])) or "(?!)",
+    entry="|".join(map(re.escape, OTHERS)) or "(?!)",
     dataset="|".join(map(re.escape, DATASETS)),
     seed=r"\d+",
 
@@ -101,21 +100,25 @@ def eval_results(paper=None):
     return [path for entry in ENTRIES.values() if paper in (None, entry.paper) for path in entry.result_files(RUNS)]
 
 
-def law_runs(law):
-    """``{"<experiment>/seed<k>": folder}`` of every run of a scaling law's grid."""
-    return {f"{e}/seed{s}": f"{RUNS}/{e}/seed{s}" for e in LAWS[law]["experiments"] for s in EXPERIMENTS[e]["seeds"]}
+def entry_runs(entry):
+    """``{"<experiment>/seed<k>": folder}`` of every run an entry reads (a scaling law's grid); none when its
+    kind reads no run."""
+    if not BY_NAME[ENTRIES[entry].kind].kind.reads:
+        return {}
+    return {f"{e}/seed{s}": f"{RUNS}/{e}/seed{s}" for e in OTHERS[entry]["experiments"]
+            for s in EXPERIMENTS[e]["seeds"]}
 
 
-def law_inputs(wildcards):
-    return [f"{folder}/{name}" for folder in law_runs(wildcards.law).values()
-            for name in ("eval/boundaries.json", "train/metrics.jsonl")]
+def entry_inputs(wildcards):
+    """The files of those runs that the entry's result reads (its kind's ``reads``)."""
+    reads = BY_NAME[ENTRIES[wildcards.entry].kind].kind.reads
+    return [f"{folder}/{name}" for folder in entry_runs(wildcards.entry).values() for name in reads]
 
 
 def entry_settings_json(wildcards):
-    """The settings of a scaling law (with its grid's run folders) or of a kernel benchmark."""
-    entry = wildcards.entry
-    settings = {**LAWS[entry], "runs": law_runs(entry)} if entry in LAWS else KERNELS[entry]
-    return json.dumps({"id": entry, **settings}, sort_keys=True)
+    """The settings of an entry that is no training run (with the run folders it reads, if any)."""
+    entry, runs = wildcards.entry, entry_runs(wildcards.entry)
+    return json.dumps({"id": entry, **OTHERS[entry], **({"runs": runs} if runs else {})}, sort_keys=True)
 
 
 def run_outputs(paper=None):
@@ -189,7 +192,7 @@ def expected_configs_json():
             "hash": config_hash(run), "sections": {key: config_hash(value) for key, value in run.items()},
             "tokens": f"{DATA_ROOT}/{EXPERIMENTS[experiment]['data']}/tokens/manifest.json",
             "upstream": f"{upstream['experiment']}/seed{upstream['seed']}" if upstream else None}
-    for entry in [*LAWS, *KERNELS]:  # a law's fit or a kernel benchmark: its settings are its config
+    for entry in OTHERS:  # a law's fit or a kernel benchmark: its settings are its config
         settings = json.loads(entry_settings_json(SimpleNamespace(entry=entry)))
         settings.pop("runs", None)  # a law's run folders are where it reads, not what it records
         expected[f"{entry}/seed0"] = {"hash": config_hash(settings),

@@ -80,44 +80,33 @@ rule entry_config:
         WRITE_JSON
 
 
-# A scaling law (scaling_laws: in the profile; evals/scaling_fit.py) fitted to the validation losses of
-# its grid's runs, with N, P and R from their boundaries evaluations; re-fitted when the law's settings
-# or grid change.
-rule fit_law:
-    input:
-        settings=f"{RUNS}/{{law}}/seed0/config.json",
-        runs=law_inputs,
-    output:
-        f"{RUNS}/{{law}}/seed0/eval/law.json",
-    params:
-        cli=CLI,
-    log:
-        f"{RUNS}/{{law}}/seed0/logs/fit_law.log",
-    benchmark:
-        f"{RUNS}/{{law}}/seed0/logs/fit_law.bench.tsv",
-    shell:
-        logged("{params.cli} eval-law --settings {input.settings} --out {output}")
+# The result of each entry kind (evals/registry.py, ENTRY_KINDS): a scaling law's fit (scaling_laws: in the
+# profile; evals/scaling_fit.py) from the validation losses of its grid's runs, with N, P and R from their
+# boundaries evaluations; a kernel latency benchmark (kernel_benchmarks:; evals/kernel_latency.py, DLCM
+# Table 6) at one thread, as every job of the local profile: the latencies are those of one core beside
+# another job. Re-run when the entry's settings (or the runs it reads) change; the rule is the kind's.
+for evaluation in ENTRY_KINDS:
 
-
-# A kernel latency benchmark (kernel_benchmarks: in the profile; evals/kernel_latency.py, DLCM Table 6),
-# re-run when its settings change. One thread, as every job of the local profile: the latencies are
-# those of one core beside another job.
-rule kernel_bench:
-    input:
-        settings=f"{RUNS}/{{kernel}}/seed0/config.json",
-    output:
-        f"{RUNS}/{{kernel}}/seed0/eval/kernel.json",
-    params:
-        cli=CLI,
-    threads: 1
-    resources:
-        gpu=1,
-    log:
-        f"{RUNS}/{{kernel}}/seed0/logs/kernel_bench.log",
-    benchmark:
-        f"{RUNS}/{{kernel}}/seed0/logs/kernel_bench.bench.tsv",
-    shell:
-        logged("{params.cli} eval-kernel --settings {input.settings} --out {output} --threads {threads}")
+    rule:
+        name:
+            evaluation.rule
+        input:
+            settings=f"{RUNS}/{{entry}}/seed0/config.json",
+            runs=entry_inputs,
+        output:
+            f"{RUNS}/{{entry}}/seed0/eval/{evaluation.name}.json",
+        params:
+            cli=CLI,
+            command=f"eval-{evaluation.name}",  # a value now: the shell line is formatted when the job runs
+        threads: evaluation.kind.threads or 1
+        resources:
+            gpu=evaluation.kind.gpu,
+        log:
+            f"{RUNS}/{{entry}}/seed0/logs/{evaluation.rule}.log",
+        benchmark:
+            f"{RUNS}/{{entry}}/seed0/logs/{evaluation.rule}.bench.tsv",
+        shell:
+            logged("{params.cli} {params.command} --settings {input.settings} --out {output} --threads {threads}")
 
 
 rule evaluate_harness:

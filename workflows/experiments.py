@@ -12,13 +12,13 @@ from common.errors import USER_ERROR, entry_point
 from workflows.check import SCHEMA_PATH, check_tables, validate
 from workflows.load import ConfigError, _read_yaml, profile_chain, read_profile, with_parents
 from workflows.resolve import (DEFAULT_PAPER, PAPERS, SECTIONS, TRAINING, Entry, as_entries, datasets, entries,
-                               expand_sweeps, explicit_model, genppl_settings, kernel_benchmarks, local_tasks,
-                               resolve, result_index, run_config, scaling_laws)
+                               entry_kinds, expand_sweeps, explicit_model, genppl_settings, local_tasks, resolve,
+                               result_index, run_config)
 
 __all__ = ["DEFAULT_PAPER", "PAPERS", "SCHEMA_PATH", "SECTIONS", "TRAINING", "ConfigError", "Entry", "as_entries",
-           "check_tables", "datasets", "entries", "result_index",
-           "expand_sweeps", "explicit_model", "genppl_settings", "kernel_benchmarks", "load_profile", "local_tasks",
-           "main", "profile_chain", "read_profile", "resolve", "run_config", "scaling_laws", "validate",
+           "check_tables", "datasets", "entries", "entry_kinds", "result_index",
+           "expand_sweeps", "explicit_model", "genppl_settings", "load_profile", "local_tasks",
+           "main", "profile_chain", "read_profile", "resolve", "run_config", "validate",
            "with_parents", "_read_yaml"]
 
 

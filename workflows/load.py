@@ -7,11 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from common.errors import ReproError
-
-
-class ConfigError(ReproError, ValueError):
-    """A profile is invalid; the message names the key and the fix."""
+from common.errors import ConfigError
 
 
 def read_profile(path: Path) -> dict:

@@ -205,97 +205,41 @@ def _attach_upstream(exp: dict, resolved: dict, source: str, chain: tuple = ()) 
     exp["upstream"] = {"experiment": up_id, "seed": upstream["seeds"][0]}
 
 
-LAW_DEFAULTS = {"holdout": [], "fit_from": 0.2, "n_boot": 200, "identify_rel_tol": 0.25, "identify_draws": 3}
+def entry_kinds(config: dict, experiments: dict, source: str = "config") -> dict[str, dict[str, dict]]:
+    """``{evaluation name: {id: settings}}``: each entry kind's profile section (``evals/registry.py``,
+    ``ENTRY_KINDS``: ``scaling_laws``, ``kernel_benchmarks``) resolved by its own resolver. Each id writes
+    ``results/runs/<id>/``, so it may be no experiment's and no other entry's."""
+    import importlib
 
+    from evals.registry import ENTRY_KINDS
 
-def scaling_laws(config: dict, experiments: dict, source: str = "config") -> dict[str, dict]:
-    """The profile's ``scaling_laws`` by id with defaults filled in and their grids resolved to experiment
-    ids (patterns expanded in profile order): ``{"paper", "law", "experiments", "holdout", "fit_from",
-    "n_boot"}``. Each grid experiment needs the ``boundaries`` evaluation (N, P, R of its runs)."""
-    from fnmatch import fnmatchcase
-
-    from evals.scaling_law import grid_problem
-
-    laws = {}
-    for law_id, entry in config.get("scaling_laws", {}).items():
-        where = f"{source}: scaling_laws.{law_id}"
-        if law_id in experiments:
-            raise ConfigError(f"{where}: the id is an experiment's; a law writes results/runs/<id>/: rename it")
-        grid = [e for e in experiments if any(fnmatchcase(e, pattern) for pattern in entry["experiments"])]
-        unmatched = [p for p in entry["experiments"] if not any(fnmatchcase(e, p) for e in experiments)]
-        if unmatched:
-            raise ConfigError(f"{where}.experiments: {unmatched[0]!r} names no experiment of the profile")
-        lacking = [e for e in grid if "boundaries" not in experiments[e]["evals"]]
-        if lacking:
-            raise ConfigError(f"{where}.experiments: {lacking[0]} has no boundaries evaluation, which gives the law "
-                              "its N, P and R; add boundaries to its evals")
-        stray = [e for e in entry.get("holdout", []) if e not in grid]
-        if stray:
-            raise ConfigError(f"{where}.holdout: {stray[0]} is not in the law's grid")
-        fitted = [e for e in grid if e not in entry.get("holdout", [])]
-        problem = grid_problem(_law_shape(experiments[e]["model"]) for e in fitted)
-        if problem:
-            raise ConfigError(f"{where}.experiments: {problem} (the runs left after the hold-out, counted from "
-                              "their weight matrices); add experiments or hold fewer out")
-        fit_from = entry.get("fit_from", LAW_DEFAULTS["fit_from"])
-        from trainer.metrics import validation_tokens
-
-        tokens = {e: validation_tokens(experiments[e], fit_from) for e in fitted}
-        n_d, n_points = (len(set().union(*tokens.values())),
-                         sum(len(t) * len(experiments[e]["seeds"]) for e, t in tokens.items()))
-        if n_d < 3 or n_points <= 11:
-            raise ConfigError(f"{where}: the fitted runs log {n_points} validation losses at {n_d} token count(s) from "
-                              f"fit_from={fit_from:g} of training on; the law needs 3 token counts and 12 points: "
-                              "lower train.eval_interval of the grid's runs or fit_from")
-        laws[law_id] = {**LAW_DEFAULTS, **entry, "experiments": grid}
-    return laws
-
-
-def _law_shape(model: dict) -> tuple[float, float, float]:
-    """(N, P, R) of a DLCM experiment from its weight matrices (``models.dlcm.matrix_params``; biases and
-    norms left out): enough to tell whether a law's grid varies what the law needs."""
-    from models.dlcm import matrix_params
-    from models.registry import model_config
-
-    _, cfg = model_config({k: v for k, v in model.items() if k != "seq_len"}, vocab_size=257, seq_len=model["seq_len"])
-    m = matrix_params(cfg)
-    n = m["token_side"] + m["concept"]
-    return float(n), m["concept"] / n, float(cfg.target_ratio)
-
-
-def kernel_benchmarks(config: dict, taken: dict, source: str = "config") -> dict[str, dict]:
-    """The profile's ``kernel_benchmarks`` by id with defaults filled in (``evals.kernel_latency``): each a
-    result folder of its own, ``results/runs/<id>/seed0/eval/kernel.json``; ``taken``: the ids of the
-    experiments and scaling laws, which it may not reuse."""
-    from evals.kernel_latency import KERNEL_DEFAULTS, row_id
-
-    kernels = {}
-    for kernel_id, entry in config.get("kernel_benchmarks", {}).items():
-        where = f"{source}: kernel_benchmarks.{kernel_id}"
-        if kernel_id in taken:
-            raise ConfigError(f"{where}: the id is an experiment's or a law's; "
-                              "a benchmark writes results/runs/<id>/: rename it")
-        settings = {**KERNEL_DEFAULTS, **entry}
-        for i, row in enumerate(settings["rows"]):
-            if row["hidden"] % settings["heads"]:
-                raise ConfigError(f"{where}.rows[{i}].hidden: {row['hidden']} is not divisible by heads "
-                                  f"{settings['heads']}; pick a multiple")
-        ids = [row_id(row["seq_len"], row["hidden"]) for row in settings["rows"]]
-        if len(set(ids)) < len(ids):
-            raise ConfigError(f"{where}.rows: {max(ids, key=ids.count)} is listed twice; drop one")
-        kernels[kernel_id] = settings
-    return kernels
+    taken, out = {e: "an experiment's" for e in experiments}, {}
+    for evaluation in ENTRY_KINDS:
+        kind = evaluation.kind
+        section = config.get(kind.section) or {}
+        if not section:
+            out[evaluation.name] = {}
+            continue
+        for entry_id in section:
+            if entry_id in taken:
+                raise ConfigError(f"{source}: {kind.section}.{entry_id}: the id is {taken[entry_id]}; each entry "
+                                  "writes results/runs/<id>/: rename it")
+        module, _, function = kind.resolver.partition(":")
+        out[evaluation.name] = getattr(importlib.import_module(module), function)(
+            section, experiments, f"{source}: {kind.section}")
+        taken.update({entry_id: f"taken by {kind.section}" for entry_id in section})
+    return out
 
 
 @dataclasses.dataclass(frozen=True)
 class Entry:
-    """What a profile declares that writes results: a training experiment, a scaling law's fit or a kernel
-    benchmark (DLCM Table 6). Each writes ``results/runs/<id>/seed<k>/eval/<name>.json`` for its seeds and
-    result names; the Snakefile's targets, the index the tables read (``result_index``) and the coverage of
-    other profiles all come from here. A new kind is a profile section resolved into entries below, its
-    rule and its evaluation in ``evals/registry.py``."""
+    """What a profile declares that writes results: a training experiment, or an entry of an entry kind's
+    section (a scaling law's fit, a kernel benchmark: ``evals/registry.py``, ``ENTRY_KINDS``). Each writes
+    ``results/runs/<id>/seed<k>/eval/<name>.json`` for its seeds and result names; the Snakefile's targets
+    and rules, the index the tables read (``result_index``) and the coverage of other profiles all come
+    from here."""
     id: str
-    kind: str                       # "experiment", "law" or "kernel": the profile section it comes from
+    kind: str                       # "experiment", or the evaluation an entry kind writes ("law", "kernel")
     paper: str
     seeds: tuple[int, ...]
     results: tuple[str, ...]        # evaluation names (evals/registry.py)
@@ -305,21 +249,20 @@ class Entry:
         return [f"{runs}/{self.id}/seed{seed}/eval/{name}.json" for seed in self.seeds for name in self.results]
 
 
-def as_entries(experiments: dict, laws: dict, kernels: dict) -> dict[str, Entry]:
-    """The resolved experiments, scaling laws and kernel benchmarks as entries, in that order (ids are unique
-    across the three: ``scaling_laws`` and ``kernel_benchmarks`` refuse a taken one)."""
+def as_entries(experiments: dict, kinds: dict[str, dict[str, dict]]) -> dict[str, Entry]:
+    """The resolved experiments, then each entry kind's entries (``entry_kinds``), as entries; ids are unique
+    across them (``entry_kinds`` refuses a taken one)."""
     out = {e: Entry(e, "experiment", exp["paper"], tuple(exp["seeds"]), tuple(exp["evals"]), exp)
            for e, exp in experiments.items()}
-    out.update({law: Entry(law, "law", s["paper"], (0,), ("law",), s) for law, s in laws.items()})
-    out.update({k: Entry(k, "kernel", s["paper"], (0,), ("kernel",), s) for k, s in kernels.items()})
+    for name, section in kinds.items():
+        out.update({i: Entry(i, name, s["paper"], (0,), (name,), s) for i, s in section.items()})
     return out
 
 
 def entries(config: dict, source: str = "config") -> dict[str, Entry]:
     """Every entry of a checked profile."""
     experiments = resolve(config, source)
-    laws = scaling_laws(config, experiments, source)
-    return as_entries(experiments, laws, kernel_benchmarks(config, {**experiments, **laws}, source))
+    return as_entries(experiments, entry_kinds(config, experiments, source))
 
 
 def result_index(entries: dict[str, Entry]) -> dict[str, list[str]]:

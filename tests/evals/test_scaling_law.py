@@ -128,11 +128,11 @@ def test_the_embedded_grid_cannot_identify_the_constants():
     """config/default.yaml's dlcm_law grid (3 values of N(1-P); the 600-step rows beside the 120-step grid,
     19 data sizes along their trajectories): even noise-free synthetic losses lose the token term's t_token."""
     from evals.scaling_fit import profile_grid
-    from workflows.experiments import load_profile, resolve, scaling_laws
+    from workflows.experiments import entry_kinds, load_profile, resolve
 
     config = load_profile("config/default.yaml")
     experiments = resolve(config)
-    law = scaling_laws(config, experiments)["dlcm_law"]
+    law = entry_kinds(config, experiments)["law"]["dlcm_law"]
     fitted, held = profile_grid(experiments, law, config["tokenizer"]["vocab_size"])
     assert len({round(p.N * (1 - p.P)) for p in fitted}) == 3 and len({p.D for p in fitted}) == 19
     assert {p.run.split("/")[0] for p in held} == {"dlcm_r8_s", "dlcm_law_xs_p3_r4"}

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflows.experiments import ConfigError, kernel_benchmarks, resolve, scaling_laws, validate
+from workflows.experiments import ConfigError, entry_kinds, resolve, validate
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
@@ -213,7 +213,7 @@ BAD_INPUTS = [
      'datasets.world_translate.corpus: source pairs needs a pairs section (task, n)'),
     ('law id of an experiment',
      lambda c: c["scaling_laws"].update(base_gpt2_s=c["scaling_laws"]["dlcm_law"]),
-     "scaling_laws.base_gpt2_s: the id is an experiment's; a law writes results/runs/<id>/: rename it"),
+     "scaling_laws.base_gpt2_s: the id is an experiment's; each entry writes results/runs/<id>/: rename it"),
     ('law naming no experiment',
      lambda c: c["scaling_laws"]["dlcm_law"].update(experiments=["nope_*"]),
      "scaling_laws.dlcm_law.experiments: 'nope_*' names no experiment of the profile"),
@@ -584,9 +584,7 @@ def refusal(edit) -> str:
     edit(config)
     with pytest.raises(ConfigError) as error:
         profile = validate(config, "p.yaml")
-        experiments = resolve(profile)
-        scaling_laws(profile, experiments, "p.yaml")
-        kernel_benchmarks(profile, experiments, "p.yaml")
+        entry_kinds(profile, resolve(profile), "p.yaml")
     return str(error.value)
 
 
@@ -599,8 +597,8 @@ def test_each_bad_input_is_refused_in_one_line_before_any_job(kind, edit, messag
 def test_the_list_has_no_kind_twice_and_the_default_passes():
     assert len({row[0] for row in BAD_INPUTS}) == len(BAD_INPUTS)
     profile = validate(copy.deepcopy(BASE), "p.yaml")
-    experiments = resolve(profile)
-    assert scaling_laws(profile, experiments, "p.yaml") and kernel_benchmarks(profile, experiments, "p.yaml")
+    kinds = entry_kinds(profile, resolve(profile), "p.yaml")
+    assert kinds["law"] and kinds["kernel"]
 
 
 @pytest.mark.parametrize("kind, edit", ACCEPTED, ids=[row[0] for row in ACCEPTED])

@@ -115,7 +115,12 @@ def test_every_evaluation_is_one_subcommand_and_the_rules_call_one_command_line(
     rules = "".join(path.read_text() for path in sorted((ROOT / "workflows").glob("*.smk")))
     assert set(re.findall(r"-m ([\w.]+)", rules)) == {"workflows.cli", "common.io", "workflows.coverage", "tables",
                                                       "reports"}
+    kinds = rules[rules.index("for evaluation in ENTRY_KINDS:"):]  # one rule per entry kind, named by its e.rule
+    assert 'name:\n            evaluation.rule' in kinds and 'command=f"eval-{evaluation.name}"' in kinds
+    assert "{params.cli} {params.command} --settings" in kinds
     for e in EVALUATIONS:
+        if e.kind is not None:
+            continue
         body = rules[rules.index(f"rule {e.rule}:"):]
         body = body[:body.index("\nrule ", 1) if "\nrule " in body[1:] else len(body)]
         called = set(re.findall(r"\{params\.cli\} eval-([\w{}.]+)", body))
