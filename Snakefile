@@ -26,6 +26,7 @@ include: "workflows/common.smk"
 include: "workflows/data.smk"
 include: "workflows/pretrain.smk"
 include: "workflows/evaluate.smk"
+include: "workflows/kinds.smk"
 include: "workflows/tables.smk"
 
 

@@ -60,11 +60,15 @@ def one_per_family(config: dict) -> dict[str, dict]:
 
 
 def targets(config: dict) -> list[str]:
-    """The result files of ``one_per_family`` and of the kernel benchmarks (Snakemake makes what they need)."""
+    """The result files of ``one_per_family`` and of every entry of a kind that asks for a GPU and reads no run
+    (the kernel benchmarks; Snakemake makes what they need)."""
+    from evals.registry import ENTRY_KINDS
+
     runs = f"results/{config['profile']}/runs"
     files = [f"{runs}/{exp['id']}/seed{exp['seeds'][0]}/{name}" for exp in one_per_family(config).values()
              for name in ["final/manifest.json", *(f"eval/{e}.json" for e in exp["evals"])]]
-    return files + [f"{runs}/{k}/seed0/eval/kernel.json" for k in config.get("kernel_benchmarks") or {}]
+    return files + [f"{runs}/{k}/seed0/eval/{e.name}.json" for e in ENTRY_KINDS if e.kind.gpu and not e.kind.reads
+                    for k in config.get(e.kind.section) or {}]
 
 
 def _job_seconds(bench: Path) -> float | None:

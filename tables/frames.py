@@ -5,6 +5,8 @@
     pairs = tables.load("results", "pairs")    # every compared pair of rows: d, its 95 % interval, the test,
                                                # the verdict
     claims = tables.load("results", "claims")  # every written claim and each of its parts, with the verdict
+    runs = tables.load("results", "results")   # every metric of every run and seed the tables read
+    paper = tables.load(kind="reported")       # every cell printed in the three papers
 
 The frames are read from what the DAG's ``tables`` job wrote (``results/tables/<paper>/<table>.json`` and
 ``claims.json``): the same numbers the Markdown, CSV and LaTeX pages print, typed. ``cells`` has one row per
@@ -13,7 +15,11 @@ cell: ``paper, table, row, column`` and their labels, ``reported`` (the paper's 
 ``recomputed`` (our arithmetic on the paper's other cells), ``reproduced_mean``, ``reproduced_std``, ``n``
 (seeds), ``delta``, ``verdict`` and ``analogue`` (why a cell stands in for the paper's quantity; empty when
 it is the same quantity). Numbers are floats (NaN where the page shows nothing); the rest as the JSON holds
-them (strings; a claim's seed counts ``n`` as a list).
+them (strings; a claim's seed counts ``n`` as a list). ``results`` is what the cells are made from, read from
+the run folders (``results/runs``) as the tables job reads them (``tables.results.results_frame``): one row
+per run x seed x metric, ``experiment, seed, eval, metric, value, corpus, caveats, order``; the seeds are
+aggregated by ``groupby(["experiment", "eval", "metric"])``. ``reported`` needs no run: the papers' printed
+cells (``tables/reported/``; ``tables.reported.reported_frame``).
 """
 from __future__ import annotations
 
@@ -22,7 +28,8 @@ from pathlib import Path
 
 from common.errors import ReproError
 
-KINDS = ("cells", "pairs", "claims")
+BUILT = ("cells", "pairs", "claims")  # read from what the tables job wrote
+KINDS = (*BUILT, "results", "reported")
 QUALIFIERS = "~<>≈≤≥ "   # what a printed value may carry before its number ("~1.4", ">0.98")
 NUMERIC = {"cells": ("reported", "recomputed", "reproduced_mean", "reproduced_std", "delta", "n", "decimals"),
            "pairs": ("d_value", "ci_low", "ci_high", "p", "p_adjusted", "mde", "df", "correlation", "n_a", "n_b"),
@@ -40,10 +47,22 @@ def tables_dir(results: str | Path) -> Path:
     return folder
 
 
+def runs_dir(results: str | Path) -> Path:
+    """``results/runs`` (or ``results`` itself when it is a runs folder), refused in one line when it holds no
+    run (``<experiment>/seed<k>/``)."""
+    root = Path(results)
+    folder = root / "runs" if (root / "runs").is_dir() else root
+    if not any(path.is_dir() for path in folder.glob("*/seed*")):
+        raise ReproError(f"{root}: no run folders (<experiment>/seed<k>/ in it or in its runs/); run the DAG "
+                         "first: make reproduce")
+    return folder
+
+
 def records(results: str | Path, kind: str = "cells") -> list[dict]:
-    """The rows of ``load`` as dicts (no pandas needed)."""
-    if kind not in KINDS:
-        raise ReproError(f"tables.load: kind {kind!r}: use one of {', '.join(KINDS)}")
+    """The rows of ``load`` as dicts (no pandas needed) for the built kinds."""
+    if kind not in BUILT:
+        raise ReproError(f"tables.frames.records: kind {kind!r}: use one of {', '.join(BUILT)} "
+                         "(tables.load for the others)")
     folder = tables_dir(results)
     rows: list[dict] = []
     for paper in sorted(p for p in folder.iterdir() if p.is_dir()):
@@ -70,6 +89,17 @@ def load(results: str | Path = "results", kind: str = "cells"):
     """The built tables under ``results`` as a ``pandas.DataFrame`` of ``kind`` (module docstring)."""
     import pandas as pd
 
+    if kind not in KINDS:
+        raise ReproError(f"tables.load: kind {kind!r}: use one of {', '.join(KINDS)}")
+    if kind == "results":
+        from .results import results_frame
+
+        return results_frame(runs_dir(results))
+    if kind == "reported":
+        from .reported import load_reported, reported_frame
+        from .specs import load_specs
+
+        return reported_frame(load_reported(load_specs()))
     frame = pd.DataFrame.from_records(records(results, kind))
     if kind == "cells" and "reported" in frame:
         frame["reported_text"] = frame["reported"]

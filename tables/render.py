@@ -6,9 +6,6 @@ reported | recomputed | check | reproduced | delta | verdict.
 """
 from __future__ import annotations
 
-import csv
-import io
-
 from .build import CellView, TableView
 from .checks import STATUSES
 from .grid import markdown_grid
@@ -253,13 +250,12 @@ def table_markdown(view: TableView) -> str:
 
 
 def table_csv(view: TableView) -> str:
-    """The cells view with raw numbers (10 significant digits)."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, RECORD_FIELDS, lineterminator="\n")
-    writer.writeheader()
-    for record in cell_records(view):
-        writer.writerow({key: f"{value:.10g}" if isinstance(value, float) else value for key, value in record.items()})
-    return buffer.getvalue()
+    """The cells view with raw numbers (10 significant digits), through pandas' CSV writer."""
+    import pandas as pd
+
+    records = [{key: f"{value:.10g}" if isinstance(value, float) else value for key, value in record.items()}
+               for record in cell_records(view)]
+    return pd.DataFrame.from_records(records, columns=RECORD_FIELDS).to_csv(index=False, lineterminator="\n")
 
 
 def latex_escape(text: str) -> str:
@@ -272,15 +268,19 @@ def latex_escape(text: str) -> str:
 
 
 def table_latex(view: TableView) -> str:
+    """The cells view (the printed layout for a table without a paper) as a LaTeX float: the tabular through
+    pandas' writer, our escaping (the papers' symbols: ±, Δ, τ, ...) applied to every cell first."""
+    import pandas as pd
+
     header, rows = cell_grid(view)
     if not rows:
         header, rows = wide_grid(view)
-    lines = [r"\begin{table}[t]", r"\centering", r"\small", r"\begin{tabular}{" + "l" * len(header) + "}",
-             r"\toprule", " & ".join(latex_escape(cell) for cell in header) + r" \\", r"\midrule"]
-    lines += [" & ".join(latex_escape(cell) for cell in row) + r" \\" for row in rows]
-    lines += [r"\bottomrule", r"\end{tabular}",
-              r"\caption{" + latex_escape(f"{view.spec.title} ({view.spec.where})") + "}",
-              r"\label{tab:" + f"{view.spec.paper}-{view.spec.table}" + "}", r"\end{table}", ""]
+    frame = pd.DataFrame([[latex_escape(cell) for cell in row] for row in rows],
+                         columns=[latex_escape(cell) for cell in header])
+    tabular = frame.to_latex(index=False, escape=False, column_format="l" * len(header))
+    lines = [r"\begin{table}[t]", r"\centering", r"\small", tabular.rstrip("\n"),
+             r"\caption{" + latex_escape(f"{view.spec.title} ({view.spec.where})") + "}",
+             r"\label{tab:" + f"{view.spec.paper}-{view.spec.table}" + "}", r"\end{table}", ""]
     return "\n".join(lines)
 
 

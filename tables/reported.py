@@ -119,6 +119,23 @@ def load_paper(folder: Path, specs: dict[str, TableSpec]) -> Paper:
                  meta["sources"], folder, cells)
 
 
+REPORTED_COLUMNS = ["paper", "arxiv", "table", "row", "column", "value", "number", "decimals", "metric", "unit",
+                    "direction", "source", "note", "origin"]
+
+
+def reported_frame(papers: dict[str, Paper]):
+    """Every printed cell of ``papers`` as a ``pandas.DataFrame``, one row per cell in file order: the CSV's
+    fields, ``value`` as printed (with its ``~``, ``<`` or ``>``; ``-`` for a dash), ``number`` its value and
+    ``decimals`` its printed places (NaN / <NA> for text and dashes) and ``origin`` (``file:line``)."""
+    import pandas as pd
+
+    rows = [(c.paper, c.arxiv, c.table, c.row, c.column, c.value, c.printed.value if c.printed else float("nan"),
+             c.printed.decimals if c.printed else None, c.metric, c.unit, c.direction, c.source, c.note, c.origin)
+            for paper in papers.values() for c in paper.cells.values()]
+    frame = pd.DataFrame(rows, columns=REPORTED_COLUMNS)
+    return frame.astype({"decimals": "Int64"})
+
+
 def load_reported(specs: dict[str, dict[str, TableSpec]], root: Path = REPORTED) -> dict[str, Paper]:
     """Every paper under ``root``, in report order."""
     papers = []

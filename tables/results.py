@@ -271,13 +271,17 @@ def nonfinite_metrics(root: Path) -> dict[Metric, list[int]]:
     return out
 
 
-def load_results(root: Path) -> dict[Metric, Reproduced]:
-    """Every finite metric of every result file of the runs to read (``run_folders``), grouped over seeds,
-    with the corpora of its runs and the caveats of its data."""
-    per_seed: dict[Metric, dict[int, float]] = {}
-    corpora: dict[Metric, set[str]] = {}
-    caveats: dict[Metric, set[str]] = {}
-    orders: dict[Metric, dict[int, str]] = {}
+RESULT_COLUMNS = ["experiment", "seed", "eval", "metric", "value", "corpus", "caveats", "order"]
+
+
+def results_frame(root: Path):
+    """Every finite metric of every result file of the runs to read (``run_folders``) as a ``pandas.DataFrame``,
+    one row per run x seed x metric: ``experiment, seed, eval, metric, value``, the corpus its run trained on
+    (``corpus_label``), the caveats of its data (a tuple) and its data order (``data_order``; "" when the
+    config does not say). Each file is checked against the result schema and its path first."""
+    import pandas as pd
+
+    rows = []
     for path in result_files(root):
         experiment, seed_dir = path.parts[-4], path.parts[-3]
         match = _SEED.match(seed_dir)
@@ -294,14 +298,19 @@ def load_results(root: Path) -> dict[Metric, Reproduced]:
                 raise DataError(path, None, name, f"{result[name]!r} differs from the path ({value!r})")
         corpus = corpus_label((result.get("config") or {}).get("corpus") or {"source": None})
         order = data_order(result.get("config") or {})
-        for key, value in result["metrics"].items():
-            if value is not None and math.isfinite(value):
-                ref = (experiment, path.stem, key)
-                per_seed.setdefault(ref, {})[int(match[1])] = float(value)
-                corpora.setdefault(ref, set()).add(corpus)
-                caveats.setdefault(ref, set()).update(_caveats(result, key))
-                if order:
-                    orders.setdefault(ref, {})[int(match[1])] = order
-    return {ref: Reproduced(seeds, (ref[0],), tuple(sorted(corpora[ref])), tuple(sorted(caveats[ref])),
-                            orders.get(ref, {}))
-            for ref, seeds in per_seed.items()}
+        rows += [(experiment, int(match[1]), path.stem, key, float(value), corpus, tuple(_caveats(result, key)), order)
+                 for key, value in result["metrics"].items() if value is not None and math.isfinite(value)]
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def load_results(root: Path) -> dict[Metric, Reproduced]:
+    """``results_frame`` grouped over seeds: (experiment, eval, metric) -> its values by seed, with the corpora
+    of its runs, the caveats of its data and the seeds' data orders (groups in the order the files are read)."""
+    frame = results_frame(root)
+    out = {}
+    for (experiment, eval_name, key), group in frame.groupby(["experiment", "eval", "metric"], sort=False):
+        seeds, orders = group["seed"].tolist(), group["order"].tolist()
+        out[experiment, eval_name, key] = Reproduced(
+            dict(zip(seeds, group["value"].tolist())), (experiment,), tuple(sorted(set(group["corpus"]))),
+            tuple(sorted(set().union(*group["caveats"]))), {seed: order for seed, order in zip(seeds, orders) if order})
+    return out

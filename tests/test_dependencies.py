@@ -42,7 +42,8 @@ DISTRIBUTION = {
 }
 # declared, used, never imported
 NOT_IMPORTED = {"pytest-xdist": "the Makefile's `pytest -n $(CORES)`",
-                "ruff": "`make lint` and tests/test_lint.py run its command line"}
+                "ruff": "`make lint` and tests/test_lint.py run its command line",
+                "jinja2": "pandas imports it for DataFrame.to_latex (tables/render.py)"}
 # never scanned: environments, outputs, caches
 SKIP_DIRS = {"results", "build", "__pycache__", "node_modules"}
 REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[([^\]]*)\])?\s*>=\s*([0-9][^,;\s]*)$")

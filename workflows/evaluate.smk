@@ -80,35 +80,6 @@ rule entry_config:
         WRITE_JSON
 
 
-# The result of each entry kind (evals/registry.py, ENTRY_KINDS): a scaling law's fit (scaling_laws: in the
-# profile; evals/scaling_fit.py) from the validation losses of its grid's runs, with N, P and R from their
-# boundaries evaluations; a kernel latency benchmark (kernel_benchmarks:; evals/kernel_latency.py, DLCM
-# Table 6) at one thread, as every job of the local profile: the latencies are those of one core beside
-# another job. Re-run when the entry's settings (or the runs it reads) change; the rule is the kind's.
-for evaluation in ENTRY_KINDS:
-
-    rule:
-        name:
-            evaluation.rule
-        input:
-            settings=f"{RUNS}/{{entry}}/seed0/config.json",
-            runs=entry_inputs,
-        output:
-            f"{RUNS}/{{entry}}/seed0/eval/{evaluation.name}.json",
-        params:
-            cli=CLI,
-            command=f"eval-{evaluation.name}",  # a value now: the shell line is formatted when the job runs
-        threads: evaluation.kind.threads or 1
-        resources:
-            gpu=evaluation.kind.gpu,
-        log:
-            f"{RUNS}/{{entry}}/seed0/logs/{evaluation.rule}.log",
-        benchmark:
-            f"{RUNS}/{{entry}}/seed0/logs/{evaluation.rule}.bench.tsv",
-        shell:
-            logged("{params.cli} {params.command} --settings {input.settings} --out {output} --threads {threads}")
-
-
 rule evaluate_harness:
     input:
         want=settings_stamp(eval_settings("suite"), harness_record),

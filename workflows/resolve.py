@@ -227,7 +227,7 @@ def entry_kinds(config: dict, experiments: dict, source: str = "config") -> dict
         module, _, function = kind.resolver.partition(":")
         out[evaluation.name] = getattr(importlib.import_module(module), function)(
             section, experiments, f"{source}: {kind.section}")
-        taken.update({entry_id: f"taken by {kind.section}" for entry_id in section})
+        taken.update({entry_id: f"{kind.section}.{entry_id}'s too" for entry_id in section})
     return out
 
 

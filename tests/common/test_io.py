@@ -143,6 +143,7 @@ RAW_WRITES_ALLOWED = {
     ("evals/harness/hf_reference.py", ".save_pretrained(out_dir)"):
         "the transformers reference arm of the parity test and a benchmark, in their temporary folders",
     ("reports/plotting.py", ".savefig(buffer"): "into an in-memory buffer; the bytes go through write_atomic",
+    ("tables/render.py", ".to_csv(index=False"): "no path: pandas returns the CSV page as text, written atomically",
     ("workflows/smoke.py", "save_pretrained(folder)"):
         "transformers writes a smoke-mode stand-in into a staging folder that smoke._folder renames into place",
     ("workflows/smoke.py", "dest.rename(old)"): "the previous stand-in folder moved aside before the new one lands",

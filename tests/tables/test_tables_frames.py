@@ -48,3 +48,28 @@ def test_claims_are_one_row_per_part_and_bad_calls_are_one_line(built, tmp_path)
         tables.load(tmp_path)
     with pytest.raises(ReproError, match="kind 'cell': use one of cells, pairs, claims"):
         tables.load(built, "cell")
+
+
+def test_results_are_one_row_per_run_seed_and_metric_and_group_into_the_cells(built, tmp_path):  # noqa: F811
+    results = tables.load(built, "results")
+    assert len(results) == sum(len(seeds) for _, _, seeds in CASE.values())     # one metric per run
+    assert set(results.columns) >= {"experiment", "seed", "eval", "metric", "value", "corpus", "order"}
+    means = results.groupby(["experiment", "eval", "metric"])["value"].mean()
+    cells = tables.load(built, "cells")
+    ppl = cells[(cells.table == "t1") & (cells.column == "ppl")].set_index("row")
+    for experiment in CASE:
+        assert means[experiment, "ppl", "test/ppl"] == pytest.approx(ppl.loc[experiment, "reproduced_mean"])
+    assert tables.load(built / "runs", "results").equals(results)    # the results folder or its runs folder
+    with pytest.raises(ReproError, match="no run folders .*run the DAG first"):
+        tables.load(tmp_path, "results")
+
+
+def test_reported_cells_need_no_run_and_carry_their_number_and_origin():
+    reported = tables.load(kind="reported")
+    share = reported[(reported.paper == "dlcm") & (reported.table == "table01") & (reported.row == "nemotron_cc")
+                     & (reported.column == "share")].iloc[0]
+    assert share["value"] == "50" and share["number"] == 50.0 and share["decimals"] == 0
+    assert share["origin"].endswith("tables/reported/dlcm/table01.csv:2")
+    assert not reported.duplicated(["paper", "table", "row", "column"]).any()
+    text = reported[reported.number.isna()]
+    assert len(text) and text["decimals"].isna().all()      # text cells and dashes: no number

@@ -115,9 +115,9 @@ def test_every_evaluation_is_one_subcommand_and_the_rules_call_one_command_line(
     rules = "".join(path.read_text() for path in sorted((ROOT / "workflows").glob("*.smk")))
     assert set(re.findall(r"-m ([\w.]+)", rules)) == {"workflows.cli", "common.io", "workflows.coverage", "tables",
                                                       "reports"}
-    kinds = rules[rules.index("for evaluation in ENTRY_KINDS:"):]  # one rule per entry kind, named by its e.rule
-    assert 'name:\n            evaluation.rule' in kinds and 'command=f"eval-{evaluation.name}"' in kinds
-    assert "{params.cli} {params.command} --settings" in kinds
+    kinds = rules[rules.index("def entry_kind_rule(evaluation):"):]  # one rule per entry kind, named by its e.rule
+    assert "name:\n            evaluation.rule" in kinds and "{{params.cli}} eval-{evaluation.name} --settings" in kinds
+    assert "for evaluation in ENTRY_KINDS:\n    entry_kind_rule(evaluation)" in kinds
     for e in EVALUATIONS:
         if e.kind is not None:
             continue

@@ -179,4 +179,4 @@ def test_a_bad_law_or_dlcm_setting_is_refused_before_any_job():
         assert named in refused(bad), change
     bad = dlcm_profile()
     bad["kernel_benchmarks"]["dlcm_law"] = bad["kernel_benchmarks"].pop("attention_bench")
-    assert "kernel_benchmarks.dlcm_law: the id is taken by scaling_laws" in refused(bad)
+    assert "kernel_benchmarks.dlcm_law: the id is scaling_laws.dlcm_law's too" in refused(bad)
