@@ -214,3 +214,15 @@ def test_a_table_of_quantities_the_runs_do_not_measure_is_not_a_problem(tmp_path
     _table(tmp_path / "dlcm" / "table05.json", [{"verdict": smoke.NOT_MEASURED, "reproduced_mean": ""}] * 3)
     summary, problems = smoke.check_tables(tmp_path)
     assert summary["dlcm/table05"] == {"cells": 3, "filled": 0, "empty": {smoke.NOT_MEASURED: 3}} and problems == []
+
+
+def test_a_profile_whose_task_copies_are_elsewhere_shrinks_but_is_refused_to_run_as_is(tmp_path):
+    """The local task copies are checked only when a profile runs as it is: ``files=False`` (smoke mode, or
+    reading which experiments a profile holds) passes a manifest whose root holds no copy."""
+    from workflows.experiments import ConfigError, validate
+
+    config = merged("examples/offline-real-data.yaml")
+    config["local_tasks"]["root"] = str(tmp_path)           # an empty folder: no copy of any task
+    validate(copy.deepcopy(config), "p.yaml", files=False)
+    with pytest.raises(ConfigError, match=r"p.yaml: local_tasks: .*file of task \w+ not found"):
+        validate(copy.deepcopy(config), "p.yaml")
