@@ -25,13 +25,12 @@ except ConfigError as error:
     raise WorkflowError(f"invalid profile: {error}") from None
 
 EXPERIMENTS = resolve(PROFILE)
-# The entry kinds' sections (evals/registry.py, ENTRY_KINDS: `scaling_laws:`, `kernel_benchmarks:`), by the
-# evaluation each writes: every id a result folder of its own, results/runs/<id>/seed0/eval/<evaluation>.json.
-KINDS = entry_kinds(PROFILE, EXPERIMENTS, SOURCE)
-OTHERS = {entry: settings for section in KINDS.values() for entry, settings in section.items()}
-# Experiments and those entries (workflows/resolve.py::Entry): the result files the targets ask for, the tables'
-# index, the rules of the entry kinds (workflows/evaluate.smk).
-ENTRIES = as_entries(EXPERIMENTS, KINDS)
+# Experiments and the ids of the entry kinds' sections (evals/registry.py, ENTRY_KINDS: `scaling_laws:`,
+# `kernel_benchmarks:`; each id a result folder of its own, results/runs/<id>/seed0/eval/<evaluation>.json)
+# as entries (workflows/resolve.py::Entry): the result files the targets ask for, the tables' index, the
+# rules of the entry kinds (workflows/kinds.smk).
+ENTRIES = as_entries(EXPERIMENTS, entry_kinds(PROFILE, EXPERIMENTS, SOURCE))
+OTHERS = {entry.id: entry.settings for entry in ENTRIES.values() if entry.kind != "experiment"}
 # CPU libraries pick their code path (vector width, cache blocking) by host, and the numbers follow: every
 # x86 job runs with MKL's reproducible AVX2 branch and ATen's AVX2 kernels (common/provenance.py; a value
 # already in the environment wins, and is recorded). Cost measured on the embedded shapes: 3-9 % per
@@ -100,19 +99,24 @@ def eval_results(paper=None):
     return [path for entry in ENTRIES.values() if paper in (None, entry.paper) for path in entry.result_files(RUNS)]
 
 
+def entry_reads(entry):
+    """The files of each run of its grid that an entry's result reads (its kind's ``reads``)."""
+    return BY_NAME[ENTRIES[entry].kind].kind.reads
+
+
 def entry_runs(entry):
     """``{"<experiment>/seed<k>": folder}`` of every run an entry reads (a scaling law's grid); none when its
     kind reads no run."""
-    if not BY_NAME[ENTRIES[entry].kind].kind.reads:
+    if not entry_reads(entry):
         return {}
     return {f"{e}/seed{s}": f"{RUNS}/{e}/seed{s}" for e in OTHERS[entry]["experiments"]
             for s in EXPERIMENTS[e]["seeds"]}
 
 
 def entry_inputs(wildcards):
-    """The files of those runs that the entry's result reads (its kind's ``reads``)."""
-    reads = BY_NAME[ENTRIES[wildcards.entry].kind].kind.reads
-    return [f"{folder}/{name}" for folder in entry_runs(wildcards.entry).values() for name in reads]
+    """The files of those runs that the entry's result reads."""
+    return [f"{folder}/{name}" for folder in entry_runs(wildcards.entry).values()
+            for name in entry_reads(wildcards.entry)]
 
 
 def entry_settings_json(wildcards):
