@@ -129,9 +129,11 @@ lint: $(STAMP)
 	  print(out if bad else "lint: no lint but the accepted one (no conda environment or container)"); sys.exit(bad)'
 	$(BIN)/snakemake -n --configfile $(PROFILE)
 
-# the findings generated from results/tables (after make reproduce), printed and written into docs/findings.md
+# the findings generated from results/tables (after make reproduce), printed and written into docs/findings.md;
+# then the numbers the docs' prose quotes (docs/quotes.yaml) checked against the same tables
 findings: $(STAMP)
 	$(BIN)/python -m reports findings --tables results/tables --readme docs/findings.md
+	$(BIN)/python -m reports quotes --tables results/tables
 
 clean:
 	rm -rf results .snakemake .stamps

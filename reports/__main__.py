@@ -1,7 +1,9 @@
 """``python -m reports build --results results/runs --tables results/tables --out results/report``;
 ``python -m reports findings --tables results/tables [--readme docs/findings.md]``;
 ``python -m reports timings --results results`` (job seconds from the DAG's benchmark files);
-``python -m reports compare RUN_A RUN_B`` (two results folders' runs/: which cells and verdicts changed)."""
+``python -m reports compare RUN_A RUN_B`` (two results folders' runs/: which cells and verdicts changed);
+``python -m reports quotes [--tables results/tables | --findings docs/findings.md]`` (the docs' quoted numbers
+against their cells)."""
 from __future__ import annotations
 
 import argparse
@@ -34,7 +36,14 @@ def main(argv: list[str] | None = None) -> int:
     command.add_argument("first", type=Path, help="a results folder's runs/ (results/runs)")
     command.add_argument("second", type=Path)
     command.add_argument("--tolerance", type=float, default=0.0, help="relative difference below which cells are equal")
+    command = commands.add_parser("quotes", help="check the numbers the docs quote against their table cells")
+    source = command.add_mutually_exclusive_group()
+    source.add_argument("--tables", type=Path, default=None, help="a built tables folder (results/tables)")
+    source.add_argument("--findings", type=Path, default=None, help="the findings page (default docs/findings.md)")
+    command.add_argument("--quotes", type=Path, default=None, help="the registry (default docs/quotes.yaml)")
     args = parser.parse_args(argv)
+    if args.command == "quotes":
+        return _quotes(args.tables, args.findings, args.quotes)
     if args.command == "compare":
         return _compare(args.first, args.second, args.tolerance)
     if args.command == "timings":
@@ -85,6 +94,33 @@ def _findings(tables: Path, readme: Path | None) -> int:
             print(f"error: {readme}: {error}", file=sys.stderr)
             return 2
     return 0
+
+
+def _quotes(tables: Path | None, findings: Path | None, registry: Path | None) -> int:
+    import yaml
+
+    from .quotes import REGISTRY, check, grids_from_findings, grids_from_tables, load_quotes
+
+    registry = registry or REGISTRY
+    source = tables if tables is not None else (findings or Path("docs/findings.md"))
+    if not registry.is_file() or not source.exists():
+        missing = registry if not registry.is_file() else source
+        print(f"error: {missing}: not found; run from the repository root"
+              + (" after make reproduce" if tables is not None else ""), file=sys.stderr)
+        return 2
+    try:
+        quotes = load_quotes(registry)
+    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError) as error:
+        print(f"error: {registry}: {error}; each entry is {{quote: ..., cell: [table, row, column]}}", file=sys.stderr)
+        return 2
+    names = {q.table for q in quotes}
+    grids = grids_from_tables(tables, names) if tables is not None else grids_from_findings(source)
+    problems, checked, absent = check(quotes, grids, Path("."))  # the registry names docs from the repository root
+    for line in problems:
+        print(line)
+    print(f"quotes: {checked} of {len(quotes)} checked against {source}, {len(problems)} stale or missing"
+          + (f", {len(absent)} not shown there" if absent else ""))
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
