@@ -8,10 +8,10 @@ from a run is registered in ``docs/quotes.yaml`` with the cell it rounds::
 
 The quote must occur in the doc verbatim; its value is its last number, or its last ``mean ± sd`` pair
 (thousands separators allowed), with ``scale`` multiplying the cell first (100 for a share quoted in %).
-The cell is read from the table's "Reproduced" grid in a tables folder (``results/tables``, after ``make
-reproduce``), or from the same grid as ``docs/findings.md`` shows it; each quoted number must equal the
-cell's rounded to the quote's own decimals.  A quote whose column the findings page leaves out is counted
-as not on that page.
+The cell is read from the table's "Reproduced" grid (or its only grid) in a tables folder
+(``results/tables``, after ``make reproduce``), or from the same grid as ``docs/findings.md`` shows it;
+each quoted number must equal the cell's rounded to the quote's own decimals.  A quote whose column
+the findings page leaves out is counted as not on that page.
 
 ``python -m reports quotes [--tables results/tables | --findings docs/findings.md] [--quotes docs/quotes.yaml]``
 prints one line per stale or missing quote (exit 1), or how many it checked (exit 0).
@@ -78,7 +78,7 @@ def _parse_grid(lines: list[str]) -> dict[tuple[str, str], str]:
 
 
 def grids_from_tables(tables: Path, names: set[str]) -> dict[str, dict]:
-    """Each named table's "Reproduced" grid, from a tables folder."""
+    """Each named table's "Reproduced" grid (a table without one: its first grid), from a tables folder."""
     grids = {}
     for name in names:
         path = tables / name
@@ -86,7 +86,7 @@ def grids_from_tables(tables: Path, names: set[str]) -> dict[str, dict]:
             continue
         lines = path.read_text(encoding="utf-8").splitlines()
         start = next((i for i, line in enumerate(lines) if line.startswith("## Reproduced")), None)
-        grids[name] = _parse_grid(lines[start + 1:]) if start is not None else {}
+        grids[name] = _parse_grid(lines[start + 1:] if start is not None else lines)
     return grids
 
 

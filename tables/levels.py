@@ -12,6 +12,8 @@ from pathlib import Path
 
 from common.errors import ReproError
 
+from .grid import markdown_grid
+
 HEADER = ["quantity", "value", "unit"]
 
 
@@ -55,6 +57,5 @@ def levels_caption(data: dict) -> str:
 
 def levels_markdown(data: dict) -> str:
     lines = ["# The bench: the synthetic world's entropy by level", "", levels_caption(data), "",
-             "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(row) + " |" for row in levels_rows(data)]
+             markdown_grid(HEADER, levels_rows(data))]  # escapes the "|" of H(next unit | ...)
     return "\n".join(lines) + "\n"

@@ -34,7 +34,9 @@ def test_the_tables_build_writes_it_and_a_build_without_it_removes_it(tmp_path):
     out = tmp_path / "tables"
     main(["build", "--results", str(tmp_path / "runs"), "--out", str(out), "--levels", str(levels)])
     assert json.loads((out / "levels.json").read_text()) == LEVELS
-    assert "| plan: which unit comes next | 0.373 | nats / token |" in (out / "levels.md").read_text()
+    written = (out / "levels.md").read_text()
+    assert "| plan: which unit comes next | 0.373 | nats / token |" in written
+    assert "| H(next unit \\| last 0 units), n-gram | 3.82 | nats / unit |" in written  # a cell's "|" escaped
     main(["build", "--results", str(tmp_path / "runs"), "--out", str(out)])
     assert not (out / "levels.json").exists() and not (out / "levels.md").exists()
 
