@@ -97,31 +97,34 @@ def _findings(tables: Path, readme: Path | None) -> int:
 
 
 def _quotes(tables: Path | None, findings: Path | None, registry: Path | None) -> int:
-    import yaml
-
     from .quotes import REGISTRY, check, grids_from_findings, grids_from_tables, load_quotes
 
     registry = registry or REGISTRY
     source = tables if tables is not None else (findings or Path("docs/findings.md"))
-    if not registry.is_file() or not source.exists():
-        missing = registry if not registry.is_file() else source
-        print(f"error: {missing}: not found; run from the repository root"
-              + (" after make reproduce" if tables is not None else ""), file=sys.stderr)
-        return 2
+    for path, what in ((registry, "the quote registry"), (source, "the tables folder" if tables else "the page")):
+        if not path.exists():
+            print(f"error: {path}: no such file or folder ({what}); run from the repository root"
+                  + (", after make reproduce" if path == tables else ""), file=sys.stderr)
+            return 2
     try:
         quotes = load_quotes(registry)
-    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError) as error:
+    except (OSError, ValueError) as error:
         print(f"error: {registry}: {error}; each entry is {{quote: ..., cell: [table, row, column]}}", file=sys.stderr)
         return 2
-    names = {q.table for q in quotes}
-    grids = grids_from_tables(tables, names) if tables is not None else grids_from_findings(source)
-    problems, checked, absent = check(quotes, grids, Path("."))  # the registry names docs from the repository root
+    if quotes and not any(Path(q.doc).is_file() for q in quotes):
+        print(f"error: none of the docs {registry} names is here; run from the repository root", file=sys.stderr)
+        return 2
+    grids = grids_from_tables(tables, {q.table for q in quotes}) if tables else grids_from_findings(source)
+    if quotes and not any(grids.values()):
+        print(f"error: {source}: no table the registry quotes is there; give a built tables folder (results/tables, "
+              "after make reproduce) or the findings page (docs/findings.md)", file=sys.stderr)
+        return 2
+    problems, checked, absent = check(quotes, grids, Path("."), complete=tables is not None, registry=registry)
     for line in problems:
         print(line)
     print(f"quotes: {checked} of {len(quotes)} checked against {source}, {len(problems)} stale or missing"
           + (f", {len(absent)} not shown there" if absent else ""))
     return 1 if problems else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from common.errors import ConfigError
+from common.strict_yaml import UniqueKeyLoader, yaml_problem
 
 
 def read_profile(path: Path) -> dict:
@@ -20,30 +21,15 @@ def _read_yaml(path: Path) -> dict:
     if not path.is_file():
         raise ConfigError(f"{path}: no such profile; see config/ for the available ones")
     try:
-        config = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)
+        config = yaml.load(path.read_text(), Loader=UniqueKeyLoader)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise ConfigError(f"{path}: not valid YAML ({where}{problem}); fix the syntax there") from e
+        raise ConfigError(f"{path}: not valid YAML ({yaml_problem(e)}); fix the syntax there") from e
     if config is None or config == {}:
         raise ConfigError(f"{path}: the profile is empty; give profile, corpus, tokenizer, defaults and experiments "
                           "(see config/default.yaml)")
     return config
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice in one mapping (YAML would keep the last silently)."""
-
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(None, None, f"key {key!r} appears twice in one mapping",
-                                                        key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep)
 
 
 def with_parents(config: dict, folder: Path, source: str = "config", seen: tuple = ()) -> dict:
