@@ -77,7 +77,13 @@ def test_fillers_run_in_small_and_diagnostics_in_their_opt_in_profile():
                                                 "ncm_s_t1600", "ncm_s_t3200", "ncm_s_t3200_g1000", "ncm_s_t3200_g2000",
                                                 "ncm_anchor_tok_s", "ncm_anchor_tok_s_nd1",
                                                 "ncm_anchor_s", "ncm_anchor_s_nd1",
-                                                "ncm_tok_s_exp512", "ncm_s_exp512"}
+                                                "ncm_tok_s_exp512", "ncm_s_exp512",
+                                                "ncm_tok_k8v16", "ncm_k8v16", "ncm_tok_k8v64", "ncm_k8v64",
+                                                "ncm_tok_k6v64", "ncm_k6v64"}
+    fewer = [diagnostics[e]["model"] for e in ("ncm_tok_k8v16", "ncm_tok_k8v64", "ncm_tok_k6v64")]
+    assert [(m["n_scales"], m["codebook_size"], m["length_schedule"]) for m in fewer] == [
+        (8, 16, "quadratic"), (8, 64, "quadratic"), (6, 64, "quadratic")]
+    assert diagnostics["ncm_k6v64"]["upstream"]["experiment"] == "ncm_tok_k6v64"
     narrow = [diagnostics[e]["model"] for e in ("dlcm_s_t32", "dlcm_s_t32_2400", "dlcm_s_t16")]
     assert [(m["d_model"], m["d_concept"], m["concept_layers"]) for m in narrow] == [(32, 128, 2)] * 2 + [(16, 128, 2)]
     assert diagnostics["dlcm_s_t32_2400"]["train"]["steps"] == 2400 and diagnostics["dlcm_s_t16"]["seeds"] == [0, 1, 2]
