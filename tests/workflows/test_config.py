@@ -80,7 +80,7 @@ def test_fillers_run_in_small_and_diagnostics_in_their_opt_in_profile():
                                                 "ncm_tok_s_exp512", "ncm_s_exp512",
                                                 "ncm_tok_k8v16", "ncm_k8v16", "ncm_tok_k8v64", "ncm_k8v64",
                                                 "ncm_tok_k6v64", "ncm_k6v64", "ncm_tok_s_q1600", "ncm_s_q1600",
-                                                "ncm_s_q1600_g1000", "ncm_tok_s_nd1", "ncm_s_nd1"}
+                                                "ncm_s_q1600_g1000", "ncm_s_q1600_g2000", "ncm_tok_s_nd1", "ncm_s_nd1"}
     fewer = [diagnostics[e]["model"] for e in ("ncm_tok_k8v16", "ncm_tok_k8v64", "ncm_tok_k6v64")]
     assert [(m["n_scales"], m["codebook_size"], m["length_schedule"]) for m in fewer] == [
         (8, 16, "quadratic"), (8, 64, "quadratic"), (6, 64, "quadratic")]
