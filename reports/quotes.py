@@ -29,6 +29,8 @@ from pathlib import Path
 import yaml
 
 from common.strict_yaml import UniqueKeyLoader, yaml_problem
+from tables.grid import read_markdown_grid
+from tables.numbers import parse_printed
 
 REGISTRY = Path("docs/quotes.yaml")
 _NUMBER = r"(?:(?<![\w.])-)?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?:e[-+]?\d+)?"
@@ -82,20 +84,6 @@ def quoted_numbers(text: str) -> tuple[str, ...]:
     return (numbers[-1],)
 
 
-def _parse_grid(lines: list[str]) -> dict[tuple[str, str], str]:
-    """(row label, column title) -> cell text of the first Markdown grid in ``lines``."""
-    rows = []
-    for line in lines:
-        if line.startswith("|"):
-            rows.append([cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]])
-        elif rows:
-            break
-    if len(rows) < 2:
-        return {}
-    header, body = rows[0], rows[2:]
-    return {(row[0], title): cell for row in body for title, cell in zip(header[1:], row[1:])}
-
-
 def grids_from_tables(tables: Path, names: set[str]) -> dict[str, dict]:
     """Each named table's "Reproduced" grid (a table without one: its first grid), from a tables folder."""
     grids = {}
@@ -105,7 +93,7 @@ def grids_from_tables(tables: Path, names: set[str]) -> dict[str, dict]:
             continue
         lines = path.read_text(encoding="utf-8").splitlines()
         start = next((i for i, line in enumerate(lines) if line.startswith("## Reproduced")), None)
-        grids[name] = _parse_grid(lines[start + 1:] if start is not None else lines)
+        grids[name] = read_markdown_grid(lines[start + 1:] if start is not None else lines)
     return grids
 
 
@@ -116,15 +104,16 @@ def grids_from_findings(page: Path) -> dict[str, dict]:
     for i, line in enumerate(lines):
         caption = _CAPTION.search(line) if not line.startswith("|") and line.rstrip().endswith(":") else None
         if caption:
-            grids[caption.group(1)] = _parse_grid(lines[i + 1:])
+            grids[caption.group(1)] = read_markdown_grid(lines[i + 1:])
     return grids
 
 
 def _rounds_to(printed: str, cell: str, scale: float) -> bool:
-    """Whether ``cell`` (a number as the table prints it), times ``scale``, rounds half-up to ``printed``."""
-    printed = printed.replace(",", "")
-    step = Decimal(1).scaleb(-len(printed.split(".")[1])) if "." in printed.split("e")[0] else Decimal(1)
-    return (Decimal(cell.replace(",", "")) * Decimal(str(scale))).quantize(step, ROUND_HALF_UP) == Decimal(printed)
+    """Whether ``cell`` (a number as the table prints it), times ``scale``, rounds half-up to ``printed`` at its
+    printed precision (``tables.numbers``: 8.91 to 2 decimals, 1e-4 to 4)."""
+    decimals = parse_printed(printed.replace(",", "")).decimals
+    value = Decimal(cell.replace(",", "")) * Decimal(str(scale))
+    return value.quantize(Decimal(1).scaleb(-decimals), ROUND_HALF_UP) == Decimal(printed.replace(",", ""))
 
 
 def cell_numbers(cell: str) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ import pytest
 
 from common.errors import ReproError
 from tables.__main__ import main
+from tables.grid import markdown_grid, read_markdown_grid
 from tables.levels import levels_caption, levels_rows, load_levels
 
 LEVELS = {"documents": 300, "documents_longer_than_window": 0.16, "split": "valid", "window": 256,
@@ -46,3 +47,12 @@ def test_an_unreadable_levels_file_is_one_line_with_the_fix(tmp_path):
     bad.write_text('{"units": {}}')
     with pytest.raises(ReproError, match=r"--levels .*levels.json: unreadable .*re-run snakemake"):
         load_levels(bad)
+
+
+def test_the_grid_reader_inverts_the_grid_writer_escaped_bars_included():
+    text = markdown_grid(["", "value", "unit"], [["H(next unit | whole past)", "1.20", "nats / unit"],
+                                                 ["plan", "0.378", "nats / token"]])
+    assert read_markdown_grid(["# heading", "", *text.splitlines(), "", "| a later | grid |"]) == {
+        ("H(next unit | whole past)", "value"): "1.20", ("H(next unit | whole past)", "unit"): "nats / unit",
+        ("plan", "value"): "0.378", ("plan", "unit"): "nats / token"}
+    assert read_markdown_grid(["no grid here"]) == {}
