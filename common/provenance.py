@@ -49,17 +49,19 @@ def host_pins() -> dict[str, str]:
     return dict(HOST_PINS) if platform.machine().lower() in ("x86_64", "amd64") else {}
 
 
-def _cpu_model() -> tuple[str, str, str]:
-    """(model name, vendor, widest x86 vector extension the CPU has) from /proc/cpuinfo, or the platform's
-    words where there is none."""
+def _cpu_model() -> tuple[str, str, str, str]:
+    """(model name, vendor, widest x86 vector extension the CPU has, "family F model M stepping S") from
+    /proc/cpuinfo, or the platform's words where there is none. The numbers tell CPU generations apart where
+    a virtual machine names every one "Intel(R) Xeon(R) Processor"."""
     try:
         text = Path("/proc/cpuinfo").read_text(errors="replace")
     except OSError:
-        return platform.processor() or platform.machine(), "unknown", "unknown"
+        return platform.processor() or platform.machine(), "unknown", "unknown", "unknown"
     field = lambda name: next(iter(re.findall(rf"^{name}\s*:\s*(.+)$", text, re.M)), "unknown").strip()  # noqa: E731
     flags = set(field("flags").split())
     widest = next((name.upper() for name in ("avx512f", "avx2", "avx", "sse4_2") if name in flags), "unknown")
-    return field("model name"), field("vendor_id"), widest.replace("AVX512F", "AVX512")
+    cpu_id = f"family {field('cpu family')} model {field('model')} stepping {field('stepping')}"
+    return field("model name"), field("vendor_id"), widest.replace("AVX512F", "AVX512"), cpu_id
 
 
 @functools.lru_cache(maxsize=1)
@@ -71,8 +73,8 @@ def host_fingerprint() -> dict:
 
     config = torch.__config__.show()
     find = lambda pattern: next(iter(re.findall(pattern, config)), "unknown")  # noqa: E731
-    cpu, vendor, widest = _cpu_model()
-    return {"cpu": cpu, "vendor": vendor, "machine": platform.machine(), "cpu_isa": widest,
+    cpu, vendor, widest, cpu_id = _cpu_model()
+    return {"cpu": cpu, "vendor": vendor, "cpu_id": cpu_id, "machine": platform.machine(), "cpu_isa": widest,
             "isa": torch.backends.cpu.get_cpu_capability(),  # what torch dispatches to (after the pins)
             "cores": os.cpu_count(), "threads": torch.get_num_threads(), "torch": torch.__version__,
             "onednn": find(r"MKL-DNN (v[\d.]+)"), "blas": find(r"BLAS_INFO=(\w+)"),
@@ -81,9 +83,12 @@ def host_fingerprint() -> dict:
 
 
 def host_summary(fingerprint: dict) -> str:
-    """One line of a fingerprint: ``Intel(R) Xeon(R) Processor (GenuineIntel, AVX512), ISA AVX2, 2 cores, ...``."""
+    """One line of a fingerprint: ``Intel(R) Xeon(R) Processor (GenuineIntel, family 6 model 207 stepping 2, AVX512),
+    ISA AVX2, 2 cores, ...``."""
     pins = ", ".join(f"{k}={v}" for k, v in fingerprint.get("pins", {}).items() if v) or "none"
-    return (f"{fingerprint.get('cpu', 'unknown CPU')} ({fingerprint.get('vendor', '?')}, "
+    known = fingerprint.get("cpu_id", "unknown") != "unknown"  # older records have none
+    cpu_id = f"{fingerprint['cpu_id']}, " if known else ""
+    return (f"{fingerprint.get('cpu', 'unknown CPU')} ({fingerprint.get('vendor', '?')}, {cpu_id}"
             f"{fingerprint.get('cpu_isa', '?')}), "
             f"ISA {fingerprint.get('isa', '?')}, "
             f"{fingerprint.get('cores', '?')} cores, torch {fingerprint.get('torch', '?')}, oneDNN "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -33,8 +35,12 @@ def test_a_quiet_machine_reports_the_ratio_as_measured(monkeypatch):
 def test_the_environment_names_the_host():
     env = common.environment(1, torch.device("cpu"))
     host = env["host"]
-    assert {"cpu", "vendor", "cpu_isa", "isa", "cores", "threads", "torch", "onednn", "blas", "pins"} <= set(host)
+    assert {"cpu", "vendor", "cpu_id", "cpu_isa", "isa", "cores", "threads", "torch", "onednn", "blas",
+            "pins"} <= set(host)
     assert env["cpu"] == host["cpu"] and host["cpu"] in env["host_line"]
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists() and "cpu family" in cpuinfo.read_text():  # a virtual "Intel(R) Xeon(R) Processor" told apart
+        assert re.fullmatch(r"family \S+ model \S+ stepping \S+", host["cpu_id"]) and host["cpu_id"] in env["host_line"]
 
 
 @pytest.mark.slow
