@@ -15,6 +15,10 @@ unless already set. Run it on each host, then compare:
     python -m benchmarks.host_trace --against REFERENCE                 # trace this host, compare with the
                                                                         # AMD EPYC trace the repository ships
 
+``benchmarks/reference/`` also ships an Intel Xeon's traces, under the DAG's pins and under
+``MKL_CBWR=COMPATIBLE`` (MKL's branch for Intel and Intel-compatible CPUs alike): on an AMD host, ``--against``
+either one (with the same ``MKL_CBWR``) says whether that setting makes the two vendors agree.
+
 ``--compare`` prints, per model, the first operation whose output differs (its index, name, module and
 input shapes), how many of the operations differ, and the two hosts' fingerprints. On one host two traces
 are identical (a test); a different ATen kernel set (``ATEN_CPU_CAPABILITY``) shows up at its first

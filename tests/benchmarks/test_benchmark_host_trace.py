@@ -101,6 +101,16 @@ def test_the_shipped_reference_is_a_gzipped_trace_of_every_model_with_its_code(t
     assert "ran different code" in capsys.readouterr().out
 
 
+def test_the_shipped_intel_traces_are_one_commit_under_the_pins_and_under_mkl_compatible():
+    folder = host_trace.REFERENCE.parent
+    pinned, compatible = (host_trace.read_trace(str(folder / name)) for name in
+                          ("host_trace_intel_xeon.json.gz", "host_trace_intel_xeon_mkl_compatible.json.gz"))
+    assert pinned["host"]["vendor"] == compatible["host"]["vendor"] == "GenuineIntel"
+    assert pinned["code"] == compatible["code"] and pinned["commit"] == compatible["commit"]
+    assert (pinned["host"]["pins"]["MKL_CBWR"], compatible["host"]["pins"]["MKL_CBWR"]) == ("AVX2", "COMPATIBLE")
+    assert sorted(pinned["models"]) == sorted(compatible["models"]) == sorted(host_trace.MODELS)
+
+
 def test_against_refuses_a_missing_or_damaged_reference_before_tracing(tmp_path, monkeypatch):
     from benchmarks.common import BenchmarkError
 
