@@ -217,14 +217,16 @@ def _local_halfwidths(theta: np.ndarray, data: _Data) -> np.ndarray:
     return Z95 * np.sqrt(var)
 
 
-def _ill_determined(halfwidth: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[str, ...]:
-    """Constants whose local or bootstrap 95% interval is too wide (see the module docstring)."""
+def _ill_determined(halfwidth: np.ndarray, lo: np.ndarray, hi: np.ndarray, bootstrapped: bool = True
+                    ) -> tuple[str, ...]:
+    """Constants whose local or (``bootstrapped``) bootstrap 95% interval is too wide (module docstring)."""
     out = []
     for i, k in enumerate(NAMES):
         if k in FREE:
-            wide = 2 * halfwidth[i] > MAX_GAMMA_WIDTH or not hi[i] - lo[i] <= MAX_GAMMA_WIDTH
+            wide = 2 * halfwidth[i] > MAX_GAMMA_WIDTH or bootstrapped and not hi[i] - lo[i] <= MAX_GAMMA_WIDTH
         else:
-            wide = 2 * halfwidth[i] > math.log(MAX_FACTOR) or not (lo[i] > 0 and hi[i] / lo[i] <= MAX_FACTOR)
+            wide = 2 * halfwidth[i] > math.log(MAX_FACTOR) or bootstrapped and not (
+                lo[i] > 0 and hi[i] / lo[i] <= MAX_FACTOR)
         if wide:
             out.append(k)
     return tuple(out)
@@ -315,15 +317,16 @@ def fit(points: Sequence[LawPoint], holdout_runs: Iterable[str] = (), *, n_boot:
     """Fit Eq. 22 on the points of every run not in ``holdout_runs``; score those runs; bootstrap over runs.
 
     Deterministic: the same points (in any order), hold-out, ``n_boot`` and ``seed`` give the same fit.
-    Raises ValueError when a held-out run is unknown, ``n_boot`` < 2, or the fitted points cannot support
-    the law (module docstring).
+    ``n_boot=0`` skips the bootstrap: no intervals (NaN), and a constant is ill-determined by its local
+    interval alone. Raises ValueError when a held-out run is unknown, ``n_boot`` is 1 or negative, or the
+    fitted points cannot support the law (module docstring).
     """
     runs = _by_run(points)
     held = tuple(sorted(set(holdout_runs)))
     if unknown := [r for r in held if r not in runs]:
         raise ValueError(f"held-out runs not among the points: {', '.join(unknown)}")
-    if n_boot < 2:
-        raise ValueError(f"n_boot = {n_boot}; the bootstrap intervals need at least 2 resamples")
+    if n_boot < 2 and n_boot != 0:
+        raise ValueError(f"n_boot = {n_boot}; the bootstrap intervals need at least 2 resamples (0: none)")
     fitted = {r: ps for r, ps in runs.items() if r not in held}
     train = [p for ps in fitted.values() for p in ps]
     _check(train)
@@ -338,12 +341,12 @@ def fit(points: Sequence[LawPoint], holdout_runs: Iterable[str] = (), *, n_boot:
     return LawFit(
         constants=dict(zip(NAMES, map(float, const))), lo=dict(zip(NAMES, map(float, lo))),
         hi=dict(zip(NAMES, map(float, hi))),
-        ill_determined=_ill_determined(_local_halfwidths(best.x, data), lo, hi),
+        ill_determined=_ill_determined(_local_halfwidths(best.x, data), lo, hi, bootstrapped=n_boot > 0),
         r2_fit=_scores(const, train)[0], r2_heldout=r2_held, rmse_heldout=rmse_held,
         points=len(train), runs=len(fitted), heldout_points=sum(len(runs[r]) for r in held), heldout_runs=held,
         n_boot=n_boot, boot_ok=ok,
         method=f"least_squares(trf, {loss_name} on log L, {len(starts)} starts); "
-               f"bootstrap over runs x{n_boot} (seed {seed}), percentile 95%")
+               + (f"bootstrap over runs x{n_boot} (seed {seed}), percentile 95%" if n_boot else "no bootstrap"))
 
 
 def _bootstrap(theta: np.ndarray, runs: dict[str, list[LawPoint]], n_boot: int, seed: int, n_ref: float,

@@ -58,6 +58,7 @@ def test_the_grid_becomes_points_and_the_fit_recovers_the_law(runs, tmp_path):
     assert m["law/constants_identifiable"] == 1.0 and m["law/constants_recovered"] == 11
     assert d["identifiability"]["identifiable"] is True and d["identifiability"]["draws"] == 3
     assert "caveats" not in d
+    assert m["law/boot_ok"] > 0 and "bootstrap over runs x4" in d["method"]  # intervals of identified constants
     assert all(p["predicted"] == pytest.approx(p["loss"], rel=1e-2) for p in d["points"])
     assert d["runs"]["e_N2000000_R2_P0.3/seed0"] == {"N": 2e6, "P": 0.3, "R": 2, "realised_R": 1.8, "points": 9,
                                                     "checkpoint_sha256": "ab" * 32}
@@ -75,6 +76,10 @@ def test_constants_that_do_not_come_back_are_not_reported(runs, tmp_path):
     assert m["law/r2_heldout"] > 0.99 and m["law/rmse_heldout"] is not None
     assert d["caveats"] == ["constants not identifiable from this grid"]
     assert set(d["fitted_constants"]) == set(TRUE)
+    # no bootstrap for intervals no table shows; the same fit, scores and points as with it
+    assert m["law/boot_ok"] == 0.0 and d["method"].endswith("no bootstrap")
+    assert m["law/r2_heldout"] == evaluate_law("law", {**settings, "identify_rel_tol": 0.25}, runs,
+                                               tmp_path / "again.json")["metrics"]["law/r2_heldout"]
 
 
 def test_a_run_without_validation_losses_or_a_grid_too_small_is_named(runs, tmp_path):

@@ -76,6 +76,13 @@ def test_bad_arguments_raise(points):
         fit(points, n_boot=1)
 
 
+def test_without_the_bootstrap_the_fit_is_the_same_and_judges_by_its_local_intervals(points, law_fit):
+    bare = fit(points, HELD, n_boot=0)
+    assert bare.constants == law_fit.constants and bare.r2_heldout == law_fit.r2_heldout and bare.boot_ok == 0
+    assert all(math.isnan(bare.lo[k]) and math.isnan(bare.hi[k]) for k in NAMES)
+    assert set(bare.ill_determined) <= set(law_fit.ill_determined)  # the bootstrap can only add
+
+
 def test_heldout_runs_are_not_fitted(points, law_fit):
     corrupted = [LawPoint(p.run, p.N, p.D, p.R, p.P, p.loss + 0.3) if p.run == HELD[0] else p for p in points]
     again = fit(corrupted, HELD, n_boot=N_BOOT)

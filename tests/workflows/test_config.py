@@ -39,19 +39,22 @@ def test_default_profile_is_valid_and_resolves():
     # the embedded GPT-2 row takes §3's summed NCP loss (the profile says why), every other row the code's mean
     assert exps["conceptlm_gpt2_s"]["model"]["ncp_reduction"] == "norm"
     assert run_config(config, "conceptlm_pythia_s", 0)["model"]["ncp_reduction"] == "mean"
-    # every row whose order or claim is judged has 3 seeds and the headline budget; the law grid its own
+    # every row whose order or claim is judged has 3 seeds and the headline budget (MTP, whose pairs are
+    # proxies, 2); the law grid its own
     judged = ("base_gpt2_s", "pm_gpt2_s", "conceptlm_gpt2_s", "conceptlm_pythia_s", "conceptlm_pythia_s_ntp",
-              "mtp_pythia_s", "dlcm_s")
+              "dlcm_s")
     assert all(len(exps[e]["seeds"]) == 3 and exps[e]["train"]["steps"] == 600 for e in judged)
+    assert exps["mtp_pythia_s"]["seeds"] == [0, 1] and exps["mtp_pythia_s"]["train"]["steps"] == 600
     assert {exps[e]["train"]["steps"] for e in exps if e.startswith("dlcm_law_")} == {120}
     # one-seed fillers and answered diagnostics are not in the embedded grid
     assert not {"conceptlm_gpt2_m", "conceptlm_pythia_s_n8", "pm_pythia_s_len4th", "base_gpt2_s_tied"} & set(exps)
     # nor the 3-seed rows moved out for the budget (config/default.yaml, "Budget"): they run in small.yaml
     moved = {"contextlm_gpt2_s", "conceptlm_pythia_s_ntp_vq", "conceptlm_pythia_s_ntp_ncp", "pm_pythia_s",
              "dlcm_local_parser_s"}
-    assert not moved & set(exps)
+    assert not (moved | {"dlcm_rule_s"}) & set(exps)
     small = resolve(load_profile(ROOT / "config" / "small.yaml"))
-    assert all(small[e]["seeds"] == [0, 1, 2] for e in moved)
+    assert all(small[e]["seeds"] == [0, 1, 2] for e in moved | {"mtp_pythia_s"})
+    assert small["dlcm_rule_s"]["seeds"] == [0] and small["dlcm_rule_s"]["model"]["boundary_calibration"] == "quantile"
     assert small["conceptlm_gpt2_s"]["model"].get("ncp_reduction", "mean") == "mean"  # the code's, at GPU scale
 
 
