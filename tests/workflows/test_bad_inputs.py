@@ -307,7 +307,7 @@ BAD_INPUTS = [
      "experiments[a b].id: 'a b' does not match '^[a-z0-9{][a-z0-9_.{}-]*$' (an id; {key} placeholders only"),
     ('experiment without id',
      lambda c: append(c, {"base": "base_gpt2_s"}),
-     "experiments[38]: 'id' is a required property"),
+     f"experiments[{len(BASE['experiments'])}]: 'id' is a required property"),
     ('experiment unknown key',
      lambda c: append(c, {"id": "z", "base": "base_gpt2_s", "overides": {}}),
      "experiments[z]: unknown key 'overides'; known keys: base, data, description, evals, id, overrides,"),
