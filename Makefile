@@ -61,25 +61,24 @@ floors:
 	  > $(FLOORS_VENV)/floors.txt
 	$(FLOORS_VENV)/bin/python -m pip install --quiet -c $(FLOORS_VENV)/floors.txt -e ".[test]"
 	$(FLOORS_VENV)/bin/python -m pip check
-	$(FLOORS_VENV)/bin/python -m pytest -q -n $(CORES) --dist loadscope --no-loadscope-reorder
+	$(FLOORS_VENV)/bin/python -m pytest -q -n $(CORES) --dist loadscope
 
 reproduce: $(STAMP)
 	$(BIN)/python -m workflows.experiments $(PROFILE)
 	$(BIN)/snakemake --profile workflows/profiles/$(EXECUTOR) $(if $(filter local,$(EXECUTOR)),--cores $(CORES)) \
 	  --configfile $(PROFILE) $(SNAKEFLAGS)
 
-# the tests in CORES worker processes (pytest-xdist), a module's tests on one worker (its fixtures built once),
-# the modules with the most slow tests first (tests/conftest.py), so no long module starts last;
+# the tests in CORES worker processes (pytest-xdist), a module's tests on one worker (its fixtures built once);
 # the report's browser test needs Debian's chromium: installed when missing and apt-get can (root), else that
 # test is skipped (never under CI=true, where it fails instead)
 test: $(STAMP)
 	command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	  apt-get install -y -qq --no-install-recommends chromium >/dev/null; } 2>/dev/null || \
 	  echo "chromium is not installed (apt-get install chromium): the report's browser test is skipped"
-	$(BIN)/python -m pytest -q -n $(CORES) --dist loadscope --no-loadscope-reorder
+	$(BIN)/python -m pytest -q -n $(CORES) --dist loadscope
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(CORES) --dist loadscope --no-loadscope-reorder -m "not slow"
+	$(BIN)/python -m pytest -q -n $(CORES) --dist loadscope -m "not slow"
 
 # every full-scale profile's whole DAG in smoke mode (workflows/smoke.py: shapes, steps and data shrunk, hub
 # models, corpora and tasks stood in for locally), tables checked; results/<profile>-smoke/, resumable

@@ -16,8 +16,9 @@ within ``identify_rel_tol``; when it is 0 the constants are left out of the metr
 ``details.fitted_constants``, with the check in ``details.identifiability``), ``details.caveats`` says
 "constants not identifiable from this grid", and only the prediction errors are reported. The bootstrap
 (``n_boot`` refits, whose intervals are the constants') runs only for a grid that identifies them: it was
-two thirds of the embedded law's fit (96 s with it, 31 s without, on the same runs), spent on intervals
-no table showed.
+most of the embedded law's job (96 s with it, 41 s without as DAG jobs on one host; 31 s of it the
+evaluation itself), spent on intervals no table showed. Without it, a constant the known-answer check does
+not give back counts as ill-determined.
 
 The result carries the constants (``law/<name>``, ``_lo``, ``_hi``, ``_determined``), R^2 on the fitted
 and on the held-out points, the same across runs at their last point (``final_scores``), and in ``details`` every point
@@ -26,6 +27,7 @@ runs and their checkpoints' sha256.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -33,7 +35,8 @@ from pathlib import Path
 from common.errors import ConfigError, ReproError
 from common.io import atomic_write_json
 from evals.result import settings_record
-from evals.scaling_law import LawPoint, fit, fit_to_result, identifiability, log_residual_sd, predict, r2_rmse
+from evals.scaling_law import (NAMES, LawPoint, fit, fit_to_result, identifiability, log_residual_sd, predict,
+                                r2_rmse)
 from trainer.metrics import read_rows, validation_tokens
 
 
@@ -112,6 +115,9 @@ def evaluate_law(law_id: str, settings: dict, runs: dict[str, Path], out_path: P
     check = identify(result, [p for p in points if p.run not in held], settings)
     if check.identifiable:
         result = fit(points, held, n_boot=settings["n_boot"])
+    else:  # no bootstrap: a constant the known-answer check does not give back is ill-determined too
+        result = dataclasses.replace(result, ill_determined=tuple(
+            k for k in NAMES if k in result.ill_determined or k not in check.recovered))
     predicted = predict(result, *([getattr(p, k) for p in points] for k in ("N", "D", "R", "P")))
     metrics = {**fit_to_result(result, constants=check.identifiable), **final_scores(points, predicted, held),
                "law/constants_identifiable": float(check.identifiable),

@@ -32,7 +32,9 @@ would fake precision there; each constant is therefore also checked against the 
 curvature (``J^T J`` of the log residuals, in the fitted log / normalised coordinates, singular
 directions counting as infinitely uncertain). A constant is *ill-determined* when either its bootstrap
 interval or its local 95% interval spans more than a factor of 10 (gamma: more than 1 in absolute
-terms). Eleven constants from a few runs are often not all determined -- the t offsets above all,
+terms); ``n_boot=0`` skips the bootstrap and judges by the local interval alone (``evals.scaling_fit`` does
+so for a grid that does not identify the constants, and counts those it cannot give back as ill-determined).
+Eleven constants from a few runs are often not all determined -- the t offsets above all,
 when they are small against N (1 - P), N P and D -- and ``LawFit.ill_determined`` names them: the fit
 still returns, and its predictions can be good while those constants are arbitrary.
 
@@ -74,7 +76,8 @@ class LawPoint:
 
 @dataclass(frozen=True)
 class LawFit:
-    """The fitted constants (raw parameters and tokens), their 95% bootstrap intervals and the fit's scores."""
+    """The fitted constants (raw parameters and tokens), their 95% bootstrap intervals (NaN without the
+    bootstrap, ``n_boot`` 0) and the fit's scores."""
 
     constants: dict[str, float]
     lo: dict[str, float]

@@ -28,17 +28,6 @@ TINY_RUN = {
 }
 
 
-def pytest_collection_modifyitems(config, items):
-    """Modules with the most slow tests (Snakemake DAGs, launches) first, each module's own order kept:
-    under ``--dist loadscope --no-loadscope-reorder`` (the Makefile's) a worker then never starts a long
-    module while the other one runs dry at the end."""
-    slow: dict[str, int] = {}
-    for item in items:
-        slow[item.module.__name__] = slow.get(item.module.__name__, 0) + (item.get_closest_marker("slow") is not None)
-    first = {name: i for i, name in enumerate(dict.fromkeys(item.module.__name__ for item in items))}
-    items.sort(key=lambda item: (-slow[item.module.__name__], first[item.module.__name__]))
-
-
 @pytest.fixture(autouse=True)
 def _deterministic_threads():
     torch.set_num_threads(1)

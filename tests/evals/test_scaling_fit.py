@@ -76,10 +76,12 @@ def test_constants_that_do_not_come_back_are_not_reported(runs, tmp_path):
     assert m["law/r2_heldout"] > 0.99 and m["law/rmse_heldout"] is not None
     assert d["caveats"] == ["constants not identifiable from this grid"]
     assert set(d["fitted_constants"]) == set(TRUE)
-    # no bootstrap for intervals no table shows; the same fit, scores and points as with it
+    # no bootstrap for intervals no table shows (the fit itself is the bootstrapped one's: test_scaling_law);
+    # a constant the known-answer check does not give back is ill-determined, so not all are determined
     assert m["law/boot_ok"] == 0.0 and d["method"].endswith("no bootstrap")
-    assert m["law/r2_heldout"] == evaluate_law("law", {**settings, "identify_rel_tol": 0.25}, runs,
-                                               tmp_path / "again.json")["metrics"]["law/r2_heldout"]
+    lost = set(d["identifiability"]["not_recovered"])
+    assert lost and lost <= set(d["ill_determined"])
+    assert m["law/identifiable"] == 0.0
 
 
 def test_a_run_without_validation_losses_or_a_grid_too_small_is_named(runs, tmp_path):
