@@ -160,8 +160,8 @@ INTRO = {"foundation": "Every embedded run", "ncm": "Every embedded NCM sampler 
          "ncm_elbo": "The NCM generator's code NLL per window against the AR baseline's NLL per window (no sampling)",
          "ncm_conditional": "Every embedded conditional generator and diagnostic",
          "dlcm": "Every embedded DLCM run beside the token baselines",
-         "dlcm_law": ("The scaling law (Eq. 22) fitted to the DLCM grid: constants and 95 % bootstrap intervals "
-                      "(when identifiable)"),
+         "dlcm_law": ("The scaling law (Eq. 22) fitted to the DLCM grid: constants, with 95 % bootstrap intervals "
+                      "where the grid identifies them"),
          "dlcm_law_fit": "How well the law fits and predicts"}
 
 
