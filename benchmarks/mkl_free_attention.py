@@ -92,6 +92,10 @@ def main(argv=None) -> dict:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default="results/benchmarks/mkl_free_attention.json")
     a = p.parse_args(argv)
+    small = [f"--{k.replace('_', '-')} {v}" for k, v in vars(a).items()
+             if isinstance(v, int) and v < (0 if k == "warmup" else 1)]
+    if small:
+        raise BenchmarkError(f"{', '.join(small)}: sizes, rounds and threads must be at least 1 (warm-up 0)")
     if not torch.backends.mkldnn.is_available():
         raise BenchmarkError("this torch build has no oneDNN: the onednn arm cannot run; use a build with it")
     torch.set_num_threads(a.threads)
