@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -30,13 +31,16 @@ from common.io import atomic_write_json
 
 
 def _products(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``a[i] @ b[i].T`` for every i of (G, n, k) and (G, m, k), one oneDNN product each."""
-    linear = torch.ops.mkldnn._linear_pointwise
-    return torch.stack([linear(a[i], b[i], None, "none", [], "") for i in range(len(a))])
+    """``a[i] @ b[i].T`` for every i of (G, n, k) and (G, m, k), one oneDNN product each, into one output.
+    Either operand may be a transposed view (oneDNN reads the strides: no copy)."""
+    linear, out = torch.ops.mkldnn._linear_pointwise, a.new_empty(len(a), a.shape[1], b.shape[1])
+    for i in range(len(a)):
+        out[i] = linear(a[i], b[i], None, "none", [], "")
+    return out
 
 
 def _t(x: torch.Tensor) -> torch.Tensor:
-    return x.transpose(1, 2).contiguous()
+    return x.transpose(1, 2)
 
 
 class OneDNNAttention(torch.autograd.Function):
@@ -45,7 +49,8 @@ class OneDNNAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v):
         b, h, t, d = q.shape
-        q, k, v = ((x * d ** -0.5 if x is q else x).reshape(b * h, t, d) for x in (q, k, v))
+        q = (q * d ** -0.5).reshape(b * h, t, d)
+        k, v = k.reshape(b * h, t, d), v.reshape(b * h, t, d)
         future = torch.ones(t, t, dtype=torch.bool).triu(1)
         p = torch.softmax(_products(q, k).masked_fill_(future, float("-inf")), -1)
         ctx.save_for_backward(q, k, v, p)
@@ -92,10 +97,12 @@ def main(argv=None) -> dict:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default="results/benchmarks/mkl_free_attention.json")
     a = p.parse_args(argv)
-    small = [f"--{k.replace('_', '-')} {v}" for k, v in vars(a).items()
-             if isinstance(v, int) and v < (0 if k == "warmup" else 1)]
+    least = {"warmup": 0, "rounds": 2}  # the rest at least 1; two rounds for a median and quartiles
+    small = [f"--{k.replace('_', '-')} {v}" for k, v in vars(a).items() if isinstance(v, int) and v < least.get(k, 1)]
     if small:
-        raise BenchmarkError(f"{', '.join(small)}: sizes, rounds and threads must be at least 1 (warm-up 0)")
+        raise BenchmarkError(f"{', '.join(small)}: sizes and threads must be at least 1, rounds 2, warm-up 0")
+    if Path(a.out).is_dir():  # before the timing, not after it
+        raise BenchmarkError(f"--out {a.out}: is a folder; give the path of the JSON file to write")
     if not torch.backends.mkldnn.is_available():
         raise BenchmarkError("this torch build has no oneDNN: the onednn arm cannot run; use a build with it")
     torch.set_num_threads(a.threads)

@@ -51,8 +51,13 @@ def atomic_write(path: str | Path, mode: str = "w"):
     if mode not in MODES:
         raise ValueError(f"atomic_write mode {mode!r}: use one of {list(MODES)}")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:  # a parent that is a file, or a folder that cannot be written: one line, as a failed write below
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        file = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        why = f"{file} is a file, not a folder" if file else e.strerror or str(e)
+        raise WriteError(e.errno, f"could not write {path}: {why}; give a path in a writable folder") from e
     os.close(fd)
     try:
         with open(tmp, mode, **({"encoding": "utf-8", "newline": ""} if mode == "w" else {})) as f:

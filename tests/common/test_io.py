@@ -27,6 +27,13 @@ def test_disk_full_keeps_previous_file(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]  # no temporary left behind
 
 
+def test_a_parent_that_is_a_file_is_one_line_naming_the_path(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(WriteError, match=r"could not write .*afile/a\.json: .*; give a path in a writable folder") as e:
+        atomic_write_json(tmp_path / "afile" / "a.json", {"a": 1})
+    assert "\n" not in str(e.value) and (tmp_path / "afile").read_text() == "x"
+
+
 def test_disk_full_during_checkpoint_keeps_earlier_ones(tiny_data, run_cfg, tmp_path, monkeypatch):
 
     from trainer import checkpoint

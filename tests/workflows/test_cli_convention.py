@@ -32,7 +32,7 @@ BAD_INPUT = {
     "workflows.smoke": ["{m}", "--run", "--workdir", "{t}"],
     "benchmarks.gpu_check": ["--out", "{t}/g.json"],  # with CUDA hidden below
     "benchmarks.host_trace": ["--compare", "{m}", "{m}"],
-    "benchmarks.mkl_free_attention": ["--seq", "0", "--out", "{t}/a.json"],
+    "benchmarks.mkl_free_attention": ["--rounds", "1", "--out", "{t}/a.json"],
 }
 # command lines without a cheap bad input: none but argparse's (a profile that does not load is a warning
 # of workflows.coverage), or one-line errors that need trained runs (benchmarks.ncm_sampling)
