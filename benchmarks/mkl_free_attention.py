@@ -68,19 +68,26 @@ class OneDNNAttention(torch.autograd.Function):
         return grad_q.view(shape), grad_k.view(shape), grad_v.view(shape)
 
 
+def flash(q, k, v) -> torch.Tensor:
+    """ATen's causal attention: on CPU in fp32 its flash kernel, whose products are MKL's."""
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+ARMS = {"flash": flash, "onednn": OneDNNAttention.apply}
+
+
 def arms(q, k, v, grad) -> dict:
     def run(attend):
         def step(_):
             attend(q, k, v).backward(grad)
         return step
-    return {"flash": run(lambda *x: F.scaled_dot_product_attention(*x, is_causal=True)),
-            "onednn": run(OneDNNAttention.apply)}
+    return {name: run(attend) for name, attend in ARMS.items()}
 
 
 def agreement(q, k, v, grad) -> dict:
     """The largest absolute difference of the output and of each input gradient, onednn against flash."""
     outs = []
-    for attend in (lambda *x: F.scaled_dot_product_attention(*x, is_causal=True), OneDNNAttention.apply):
+    for attend in ARMS.values():
         out = attend(q, k, v)
         outs.append((out, *torch.autograd.grad(out, (q, k, v), grad)))
     return {name: (a - b).abs().max().item() for name, a, b in zip(("output", "grad_q", "grad_k", "grad_v"), *outs)}
