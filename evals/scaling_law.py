@@ -51,7 +51,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import least_squares
 
 NAMES = ("E0", "A_token", "t_token", "delta1", "A_concept", "t_concept", "delta2", "gamma",
          "A_data", "t_data", "alpha")
@@ -176,6 +175,8 @@ def _bounds() -> tuple[np.ndarray, np.ndarray]:
 
 
 def _solve(theta0: np.ndarray, data: _Data, huber_delta: float | None):
+    from scipy.optimize import least_squares  # here, not at import: the Snakefile's validation reads this module
+
     lo, hi = _bounds()
     return least_squares(lambda th: _residuals_and_jacobian(th, data)[0], np.clip(theta0, lo + 1e-9, hi - 1e-9),
                          jac=lambda th: _residuals_and_jacobian(th, data)[1], bounds=(lo, hi),

@@ -36,8 +36,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import torch
-
 from common.errors import ReproError, entry_point
 from common.io import read_settings
 from evals.registry import EVALUATIONS
@@ -103,6 +101,8 @@ def _launch(a, run_cfg: dict) -> None:
     CPU), the job's threads shared among them. The experiment fixes the global batch; the trainer derives
     gradient accumulation from the world size, so the result does not depend on the process count."""
     import subprocess
+
+    import torch
 
     from trainer.train import world_size_problem
 
