@@ -61,7 +61,8 @@ from benchmarks.common import (BenchmarkError, MachineLoad, environment, interle
 from common.errors import entry_point
 from common.io import atomic_write_json
 from evals.genppl.protocol import mean_entropy
-from models.ncm_tokenizer import SCHEDULES, block_flops
+from models.configs import SCHEDULES
+from models.ncm_tokenizer import block_flops
 from models.registry import build_model
 from models.token_lm import block_matmul_params
 

@@ -249,7 +249,7 @@ def parameter_share(model: DLCM) -> dict[str, float]:
     """N and P of the scaling law (Eq. 22): the non-embedding parameters without the LM head (a vocabulary
     matrix like the embedding: at full scale it alone would be a quarter of N), and the concept blocks'
     and concept norm's share of them, the quantity ``model.concept_share`` sets from the weight matrices
-    (``models.dlcm.matrix_params``; biases and norms aside, the two agree)."""
+    (``models.configs.matrix_params``; biases and norms aside, the two agree)."""
     concept = sum(p.numel() for name, p in model.named_parameters()
                   if name.startswith(("concept_blocks.", "concept_norm.")))
     head = model.lm_head.weight.numel() if model.lm_head.weight is not model.wte.weight else 0

@@ -67,23 +67,17 @@ import torch.nn.functional as F
 from common.errors import ReproError
 from common.io import atomic_write_json
 from evals.perplexity import load_trained
-from evals.registry import NCM_ARCHS  # checked by evals.mechanisms_ncm
+from evals.registry import NCM_ARCHS, mechanisms_apply  # NCM's checks: evals.mechanisms_ncm
 from evals.result import result_record
 from models.conceptlm import ConceptLM
 from models.dlcm import DLCM
 from trainer.data import check_data, open_split, read_manifest
 
 MAX_WINDOWS = 64                                       # test windows measured
-CONCEPT_FAMILIES = ("conceptlm", "contextlm", "dlcm")  # registry families (``<family>_<backbone>``) with a concept path
 
 
 class MechanismsEvalError(ReproError, ValueError):
     """The run has no concept path, or its test split too few windows to swap."""
-
-
-def applies(arch: str) -> bool:
-    """Whether model.arch ``arch`` has a concept path these checks measure (the profile check asks too)."""
-    return arch in NCM_ARCHS or arch.split("_")[0] in CONCEPT_FAMILIES
 
 
 def spread_check(name: str, gate: bool, what: str) -> dict:
@@ -245,7 +239,7 @@ def evaluate_mechanisms(final_dir: Path, tokens_dir: Path, out_path: Path, batch
     model, manifest = load_trained(final_dir)
     run_cfg = manifest["config"]
     arch = run_cfg["model"]["arch"]
-    if not applies(arch):
+    if not mechanisms_apply(arch):
         raise MechanismsEvalError(f"{final_dir}: run {run_cfg['id']} seed {run_cfg['seed']} has model.arch={arch!r}, "
                                   "no concept path; the mechanisms evaluation applies to concept models "
                                   "(conceptlm_*, contextlm_*, dlcm_*, ncm_tokenizer, ncm)")

@@ -130,3 +130,40 @@ def item_schema() -> dict:
     """The JSON schema of one entry of an experiment's ``evals``."""
     return {"anyOf": [{"type": "string", "pattern": f"^(?:{e.pattern})$"} for e in EVALUATIONS if e.listed],
             "description": f"an evaluation of evals/registry.py: {forms()}"}
+
+
+# --- Gen. PPL (evals/genppl/sample.py) and the mechanism checks (evals/mechanisms.py): what a profile's check
+# reads of them, here so that it imports neither (nor torch)
+
+# The profile's ``genppl`` section: its defaults (every key the sampler and the scorer read)
+SETTINGS_DEFAULTS = {"judges": [], "samples": 64, "batch_size": 16, "temperature": 1.0, "top_k": None, "top_p": None,
+                     "seed": 0, "judge_batch_size": 8}
+
+
+def with_defaults(settings: dict) -> dict:
+    """``settings`` (a profile's ``genppl`` section, or part of it) with ``SETTINGS_DEFAULTS`` filled in."""
+    return {**SETTINGS_DEFAULTS, **settings}
+
+
+def truncates(settings: dict) -> bool:
+    """Whether the sampler settings change the model's distribution (temperature other than 1, top-k,
+    top-p below 1): what masked diffusion's sampler does not support."""
+    return settings["temperature"] != 1.0 or bool(settings["top_k"]) or (settings["top_p"] or 1.0) < 1.0
+
+
+def parse_eval(name: str) -> dict:
+    """``{"steps": N}``, ``{"scales": j}``, ``{"data": True}`` or ``{}`` for a Gen. PPL eval name (the
+    ``genppl`` family of ``evals.registry``); ValueError for any other name."""
+    match = BY_NAME["genppl"].match(name)
+    if match is None:
+        raise ValueError(f"{name!r} is not a Gen. PPL evaluation: use genppl, genppl_s<steps>, genppl_k<scales> or "
+                         "genppl_data")
+    return {key: True if key == "data" else int(value) for key, value in match.items()}
+
+
+CONCEPT_FAMILIES = ("conceptlm", "contextlm", "dlcm")  # registry families (``<family>_<backbone>``) with a concept path
+
+
+def mechanisms_apply(arch: str) -> bool:
+    """Whether model.arch ``arch`` has a concept path the ``mechanisms`` checks measure."""
+    return arch in NCM_ARCHS or arch.split("_")[0] in CONCEPT_FAMILIES

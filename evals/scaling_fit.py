@@ -203,9 +203,9 @@ def resolve_laws(section: dict, experiments: dict, source: str = "scaling_laws")
 
 
 def _law_shape(model: dict) -> tuple[float, float, float]:
-    """(N, P, R) of a DLCM experiment from its weight matrices (``models.dlcm.matrix_params``; biases and
+    """(N, P, R) of a DLCM experiment from its weight matrices (``models.configs.matrix_params``; biases and
     norms left out): enough to tell whether a law's grid varies what the law needs."""
-    from models.dlcm import matrix_params
+    from models.configs import matrix_params
     from models.registry import model_config
 
     _, cfg = model_config({k: v for k, v in model.items() if k != "seq_len"}, vocab_size=257, seq_len=model["seq_len"])

@@ -74,9 +74,6 @@ ContextLM (``models.contextlm``) is this model with a linear predictor and no co
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar, Literal
-
 import torch
 from torch import nn
 
@@ -85,74 +82,6 @@ from models.losses import linear_cross_entropy
 from models.quantizers import ProductVQ, codebook_usage
 from models.token_lm import (TokenLM, block_matmul_params, make_block, make_rotary, residual_init_depth,
                              token_lm_flops_per_token)
-
-Predictor = Literal["codebook", "linear"]  # S heads x N coefficients over the codes (ConceptLM) | linear (ContextLM)
-
-
-@dataclass(frozen=True)
-class ConceptOptions:
-    """Concept-path fields, mixed into a backbone config (``models.registry``). Defaults: §4.1 and
-    the Pythia code; the switch each field resolves is named beside it."""
-    # The authors' code per backbone (module docstring table). GPT-2: L0 (§4.1, Table 14); G's fusion
-    # ln_f(h) + ln_f(c_hat) (docs/sources.md, "ConceptLM: the authors' code", item 11), no norm after the
-    # concept layers (item 2), one bias-free linear code transform (item 4) and the VQ loss summed over
-    # segments (item 6). Llama: no norm after the concept layers (L L756-773). Pythia: the field defaults
-    # below (P).
-    backbone_defaults: ClassVar[dict] = {
-        "gpt2": {"insert_layer": 0, "fusion": "norm_add", "concept_norm": False, "code_transform": "linear",
-                 "vq_segment_reduction": "sum"},
-        "llama": {"concept_norm": False},
-    }
-
-    chunk_size: int = 4                  # k tokens per concept (§4.1; Table 18 ablates 2/4/8/16)
-    insert_layer: int = 1                # encoder depth: Pythia/Llama first layer (§4.1, App. B.2)
-    concept_layers: int = 2              # concept transformer depth (§4.1; Table 5 ablates 6, 10)
-    concept_norm: bool = True            # final norm after the concept layers (Pythia code: yes; GPT-2, Llama code: no)
-    predictor: Predictor = "codebook"    # codebook: S heads x N coefficients over codes (§2.3); linear: ContextLM
-    codebook_size: int = 64              # N codes per segment (§4.1; Table 16)
-    n_segments: int | None = None        # S segments; None = n_head (§4.1; Table 17)
-    code_transform: Literal["mlp", "linear"] = "mlp"  # SimVQ 2-layer MLP + ReLU (§4.1, App. E.3; P, L code) |
-    #                                                    linear (G code)
-    coefficients: Literal["raw", "softmax"] = "raw"   # raw head outputs (code; §2.3 calls them probabilities and
-    #                                                    logits) | softmax
-    fusion: Literal["add", "norm_add", "norm_only"] = "add"  # h + c_hat (Pythia 'rawadd') | norm_add: ln_f(h) +
-    #                                                    ln_f(c_hat) (GPT-2 code) | norm_only: ln_f(h) (diagnostic)
-    ncp: bool = True                     # compute the NCP loss (§3; Table 4 ablates it)
-    ncp_reduction: Literal["mean", "norm"] = "mean"   # mean over all elements (code) | norm: ||.||^2 per chunk, mean
-    #                                                    (§3 formula)
-    ncp_detach_target: bool = True       # stop-gradient on the NCP target (code; not in the §3 formula)
-    vq: bool = True                      # compute the VQ loss (§3; Table 4 ablates it)
-    vq_beta: float = 0.25                # commitment weight (not in the paper; library default)
-    vq_segment_reduction: Literal["mean", "sum"] = "mean"  # over segments: mean (Pythia/Llama code) | sum (GPT-2 code)
-    vq_detach_input: bool = True         # quantise detached states (§3 text, Fig. 3, code) | attached (§3 formula)
-
-    def __post_init__(self):
-        super().__post_init__()
-        k, n_chunks = self.chunk_size, self.seq_len // max(self.chunk_size, 1)
-        if k < 1 or self.seq_len % k:
-            raise ValueError(f"model.chunk_size={k} does not divide model.seq_len={self.seq_len}; "
-                             "choose a chunk size that divides the sequence length")
-        if self.ncp and n_chunks < 2:
-            raise ValueError(f"model.seq_len={self.seq_len} holds {n_chunks} chunk of model.chunk_size={k}; "
-                             "NCP needs two: raise seq_len or lower chunk_size")
-        if not 0 <= self.insert_layer <= self.n_layer:
-            raise ValueError(f"model.insert_layer={self.insert_layer} is beyond model.n_layer={self.n_layer}; "
-                             f"choose 0..{self.n_layer} (0 = before the first layer)")
-        if self.concept_layers < 1:
-            raise ValueError(f"model.concept_layers={self.concept_layers}: use at least 1 concept layer")
-        if self.segments < 1 or self.d_model % self.segments:
-            raise ValueError(f"model.n_segments={self.segments} does not divide model.d_model={self.d_model}; "
-                             "choose S dividing d_model (default: n_head)")
-        if self.codebook_size < 2:
-            raise ValueError(f"model.codebook_size={self.codebook_size}: a codebook needs N >= 2 codes")
-        if self.vq and self.predictor != "codebook":
-            raise ValueError("model.vq=true needs model.predictor='codebook'; set vq: false for a linear predictor")
-        if self.vq_beta < 0:
-            raise ValueError(f"model.vq_beta={self.vq_beta} must be >= 0")
-
-    @property
-    def segments(self) -> int:
-        return self.n_segments or self.n_head
 
 
 def shift_broadcast(c_hat: torch.Tensor, k: int, length: int) -> torch.Tensor:
@@ -247,17 +176,6 @@ class ConceptLM(TokenLM):
         target = c[:, 1:].detach() if self.cfg.ncp_detach_target else c[:, 1:]
         err = (c_hat[:, :-1] - target).pow(2)
         return err.mean() if self.cfg.ncp_reduction == "mean" else err.sum(-1).mean()
-
-    @staticmethod
-    def loss_names(cfg) -> tuple[str, ...]:
-        """The losses ``forward`` can return (``train.loss_weights`` keys): NTP, NCP and, with a codebook, VQ;
-        a term switched off (``ncp``/``vq`` false, Table 4) keeps its name, so an inherited weight stays valid."""
-        return ("ntp", "ncp") + (("vq",) if cfg.predictor == "codebook" else ())
-
-    @classmethod
-    def trained_losses(cls, cfg) -> tuple[str, ...]:
-        """``loss_names`` less the terms ``ncp`` / ``vq`` switch off."""
-        return tuple(name for name in cls.loss_names(cfg) if name == "ntp" or getattr(cfg, name))
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> dict:
         """As ``TokenLM.forward``; with targets also the NCP / VQ losses that are on and, with a

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from models.conceptlm import ConceptOptions, Predictor
+from models.configs import ConceptOptions, Predictor
 
 
 @dataclass(frozen=True)

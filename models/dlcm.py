@@ -118,8 +118,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import dataclass
-from typing import Literal
 
 import torch
 import torch.distributed as dist
@@ -127,7 +125,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from models.blocks import MLP, Block, Rotary, init_weights, make_norm
-from models.fields import off_switch
+from models.configs import matrix_params
 from models.kernels import Linear
 from models.losses import linear_cross_entropy
 from models.token_lm import TokenLM, token_lm_flops_per_token
@@ -135,171 +133,9 @@ from models.token_lm import TokenLM, token_lm_flops_per_token
 P_CLAMP = 1e-6      # p clamped to [P_CLAMP, 1 - P_CLAMP] before its logit (sharpening)
 EMA_CLAMP = 1e-4    # H-Net dc.py: the EMA's p clamped to [1e-4, 1 - 1e-4]
 
-
-@dataclass(frozen=True)
-class DLCMOptions:
-    """DLCM fields, mixed into a backbone config (``models.registry``: ``dlcm_gpt2``, ``dlcm_pythia``,
-    ``dlcm_llama``). The backbone's ``d_model`` / ``n_head`` / ``n_kv_head`` are the token side (d_token,
-    Table 3: 1536, 24 heads, 12 KV heads) and its ``n_layer`` the token layers, encoder + decoder
-    (Table 3: 10 + 6). Sources and "open N" as in the module docstring."""
-    # --- widths and depths (Table 3) ---
-    d_concept: int | None = None          # None = 2 d_model (Table 3: 3072 = 2 x 1536)
-    concept_heads: int | None = None      # None = 2 n_head (Table 3: 48 = 2 x 24; the head width is kept)
-    concept_kv_heads: int | None = None   # None = the token side's grouping (Table 3: 24 of 48, as 12 of 24)
-    concept_layers: int | None = None     # None = n_layer (Table 3: backbone 16 = encoder 10 + decoder 6)
-    concept_share: float | None = None    # P of the scaling law (Eq. 22): the concept blocks' share of the
-    #                                       matrices; sets the depth whose share is closest (overrides concept_layers)
-    concept_mlp_hidden: int | None = None  # None = the backbone's MLP ratio at d_concept (Table 3 prints one 6144)
-    decoder_layers: int | None = None     # None = round(6/16 n_layer), >= 1 (Table 3: 6 of 16); encoder = the rest
-    decoder_skip: Literal["identity", "zero_proj"] = "identity"  # the first cross block's "+ H": identity (the
-    #                                       paper's Psi) | zero_proj: a zero-initialised Linear of H (H-Net
-    #                                       hnet.py:106-109)
-    token_window: int | None = off_switch()  # diagnostic (ours, not the paper's): the encoder's and decoder's
-    #                                       self-attention see the last token_window tokens only, so context
-    #                                       more than n_layer (token_window - 1) tokens back reaches a token
-    #                                       through the concepts alone
-    cross_layers: Literal["first", "every"] = "first"  # first: one cross block opens the decoder (the paper's Psi,
-    #                                       written once) | every: one before each decoder layer (ours; Table 3's
-    #                                       cross MLP fits both)
-    # --- boundaries ("Boundary predictor", §3.3; rule-based §8.1) ---
-    boundary_predictor: Literal["learned", "rule"] = "learned"  # learned: q/k cosine router (§3.3; H-Net dc.py) |
-    #                                       rule: adjacent h (§8.1)
-    boundary_threshold: float = 0.5       # tau: b = [p >= tau] at inference (§3.3: 0.5); the rule's tau (unreported)
-    boundary_calibration: Literal["fixed", "quantile"] = "fixed"  # fixed: tau = boundary_threshold | quantile:
-    #                                       tau a running quantile of p that opens T / R segments per window,
-    #                                       updated in training, frozen at inference (ours; §8.1's tau is unreported)
-    calibration_momentum: float = 0.1     # the quantile's EMA weight per training forward (ours)
-    boundary_temperature: float = 0.5     # alpha of the training Bernoulli (§3.3; unreported, open 1: ours);
-    #                                       0 = the threshold in training too (H-Net dc.py samples nothing)
-    d_scan: int | None = None             # width of q, k (unreported, open 1); None = d_model (H-Net: Linear(d, d))
-    router_lm_gradient: bool = True       # the LM loss reaches p (STE gate, EMA; H-Net; the paper's
-    #                                       CE-gradient account) | false: p learns from L_aux alone (§3.3:
-    #                                       decoupled from the LM loss)
-    # --- concepts and decoder ---
-    smoothing: Literal["ema", "none"] = "ema"  # S(Z) (unspecified, open 2): ema = H-Net's dechunk EMA | none
-    decoder_attention: Literal["replicate", "mask"] = "replicate"  # replicate: concepts copied to token positions +
-    #                                       causal SDPA (Eq. 17) | mask: explicit masked cross-attention over the
-    #                                       concepts (the reference)
-    concept_weighting: Literal["count", "uniform"] = "count"  # count: what replication computes (module docstring) |
-    #                                       uniform: Psi's plain cross-attention (decoder_attention: mask only)
-    cross_positions: Literal["rotary"] | None = off_switch()  # the cross-attention's positions: null (the paper's Psi:
-    #                                       no position term) | rotary: RoPE on Q at the token's position and on
-    #                                       each replicated K at the position of its copy (ours; replication only)
-    # --- compression loss ("Global Parser", Eq. 10; Table 4) ---
-    target_ratio: float = 4.0             # R tokens per concept (Table 4; §8.2 text says 2, open 3)
-    aux_weight: float = 0.03              # lambda (§3.6; unreported, open 1): H-Net PR #13's train.py 0.03
-    parser: Literal["global", "sequence"] = "global"  # global: F, G over the distributed, accumulated batch (Table 4
-    #                                       Global Parser) | sequence: per sequence, averaged (Table 4 "Normal")
-    # --- decoupled muP ("Decoupled muP", §6.1) ---
-    mup_base_width: int | None = None     # d_base (unreported, open 1); None = no muP (s_token = s_concept = 1)
-    mup_concept_lr_ratio: float = 1.0     # eta_base^concept / eta_base^token (§6.1.2: about 1 on the 87M proxy)
-    mup_bridge: Literal["fan_in", "module"] = "fan_in"  # group of W_up and cross K/V: fan_in (muP's Adam rule; ours) |
-    #                                       module (by module, as §6.1 lists E, M, D)
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.concept_width < 1 or self.concept_n_head < 1 or self.concept_width % self.concept_n_head:
-            raise ValueError(f"model.d_concept={self.concept_width} is not divisible by model.concept_heads="
-                             f"{self.concept_n_head}; choose concept heads dividing d_concept")
-        if self.concept_n_kv_head < 1 or self.concept_n_head % self.concept_n_kv_head:
-            raise ValueError(f"model.concept_kv_heads={self.concept_n_kv_head} does not divide model.concept_heads="
-                             f"{self.concept_n_head}; choose a divisor (concept_heads itself = no grouping)")
-        if self.concept_share is not None and not 0 < self.concept_share < 1:
-            raise ValueError(f"model.concept_share={self.concept_share}: use 0 < P < 1, the concept backbone's share "
-                             "of the parameters (Eq. 22), or null to set model.concept_layers")
-        if self.concept_depth < 1:
-            raise ValueError(f"model.concept_layers={self.concept_depth}: use at least 1 concept layer")
-        if not 0 <= self.n_decoder <= self.n_layer:
-            raise ValueError(f"model.decoder_layers={self.n_decoder} must be in [0, model.n_layer={self.n_layer}]; "
-                             "the encoder has the other n_layer - decoder_layers token layers")
-        if self.token_window is not None and not 1 <= self.token_window < self.seq_len:
-            raise ValueError(f"model.token_window={self.token_window}: use 1 <= w < model.seq_len={self.seq_len} "
-                             "tokens (w >= seq_len is the whole window), or null for the whole window (the paper)")
-        if self.concept_mlp_hidden is not None and self.concept_mlp_hidden < 1:
-            raise ValueError(f"model.concept_mlp_hidden={self.concept_mlp_hidden}: use a positive width "
-                             "(None = the backbone's ratio)")
-        if self.scan_width < 1:
-            raise ValueError(f"model.d_scan={self.d_scan}: use a positive width (None = d_model)")
-        if not 0 < self.boundary_threshold < 1:
-            raise ValueError(f"model.boundary_threshold={self.boundary_threshold}: use 0 < threshold < 1 (0.5, §3.3)")
-        if not 0 < self.calibration_momentum <= 1:
-            raise ValueError(f"model.calibration_momentum={self.calibration_momentum}: use 0 < momentum <= 1 "
-                             "(1 = each batch's own quantile)")
-        if self.boundary_temperature < 0:
-            raise ValueError(f"model.boundary_temperature={self.boundary_temperature}: use alpha >= 0 "
-                             "(0 = the threshold in training too)")
-        if self.target_ratio <= 1:
-            raise ValueError(f"model.target_ratio={self.target_ratio}: use R > 1 tokens per concept (4, Table 4); "
-                             "the loss divides by R - 1")
-        if self.target_ratio > self.seq_len:
-            raise ValueError(f"model.target_ratio={self.target_ratio:g} exceeds model.seq_len={self.seq_len}: a window "
-                             "holds at least one concept; use R <= seq_len (4, Table 4)")
-        if self.aux_weight < 0:
-            raise ValueError(f"model.aux_weight={self.aux_weight}: use lambda >= 0 (0 = no compression loss)")
-        if self.cross_positions == "rotary" and self.decoder_attention != "replicate":
-            raise ValueError("model.cross_positions='rotary' places a concept's keys at the positions of its copies, "
-                             "which only replication has; set model.decoder_attention: replicate")
-        if self.concept_weighting == "uniform" and self.decoder_attention == "replicate":
-            raise ValueError("model.concept_weighting='uniform' cannot be computed by replication (it weights a "
-                             "concept by its copies); set model.decoder_attention: mask")
-        if self.mup_base_width is not None and self.mup_base_width < 1:
-            raise ValueError(f"model.mup_base_width={self.mup_base_width}: use a positive d_base (None = no muP)")
-        if self.mup_concept_lr_ratio <= 0:
-            raise ValueError(f"model.mup_concept_lr_ratio={self.mup_concept_lr_ratio}: use a positive ratio "
-                             "(about 1, §6.1.2)")
-
-    # resolved defaults -----------------------------------------------------------------------------
-    @property
-    def concept_width(self) -> int:
-        return self.d_concept or 2 * self.d_model
-
-    @property
-    def concept_n_head(self) -> int:
-        return self.concept_heads or 2 * self.n_head
-
-    @property
-    def concept_n_kv_head(self) -> int:
-        if self.concept_kv_heads is not None:
-            return self.concept_kv_heads
-        return max(1, self.concept_n_head * (self.n_kv_head or self.n_head) // self.n_head)
-
-    @property
-    def concept_depth(self) -> int:
-        if self.concept_share is not None:  # P / (1 - P) = depth x per layer / the token side
-            m = matrix_params(self, concept_layers=1)
-            return max(1, round(self.concept_share / (1 - self.concept_share) * m["token_side"] / m["concept"]))
-        return self.n_layer if self.concept_layers is None else self.concept_layers
-
-    @property
-    def concept_hidden(self) -> int:
-        if self.concept_mlp_hidden is not None:
-            return self.concept_mlp_hidden
-        return (self.mlp_hidden or self.mlp_ratio * self.d_model) * self.concept_width // self.d_model
-
-    @property
-    def n_decoder(self) -> int:
-        if self.decoder_layers is not None:
-            return self.decoder_layers
-        return min(self.n_layer, max(1, round(6 * self.n_layer / 16)))
-
-    @property
-    def n_cross(self) -> int:
-        return 1 if self.cross_layers == "first" else max(1, self.n_decoder)
-
-    @property
-    def scan_width(self) -> int:
-        return self.d_scan or self.d_model
-
-    @property
-    def s_token(self) -> float:
-        return self.d_model / self.mup_base_width if self.mup_base_width else 1.0
-
-    @property
-    def s_concept(self) -> float:
-        return self.concept_width / self.mup_base_width if self.mup_base_width else 1.0
-
-
 # --- boundaries ----------------------------------------------------------------------------------------
+
+
 class BoundaryRouter(nn.Module):
     """p_t = (1 - cos(q_{t-1}, k_t)) / 2 for t >= 1, p_0 = 1 ("Boundary predictor"; H-Net dc.py:84-101).
     ``learned``: q = W_q h, k = W_k h, bias-free, identity at init (H-Net dc.py:50-59, kept by
@@ -525,16 +361,6 @@ class DLCM(TokenLM):
         if cfg.tie_embeddings:
             self.lm_head.weight = self.wte.weight
 
-    @staticmethod
-    def loss_names(cfg) -> tuple[str, ...]:
-        """NTP (what valid/loss reports) and lambda L_aux (``aux``)."""
-        return ("ntp", "aux")
-
-    @classmethod
-    def trained_losses(cls, cfg) -> tuple[str, ...]:
-        """``loss_names`` less ``aux`` when lambda (``aux_weight``) is 0."""
-        return ("ntp", "aux") if cfg.aux_weight > 0 else ("ntp",)
-
     # --- stages ----------------------------------------------------------------------------------------
     def token_mask(self, t: int, device) -> torch.Tensor | None:
         """The token blocks' attention mask: None (causal over the window, the paper), or with
@@ -712,28 +538,6 @@ def boundary_metrics(p: torch.Tensor, b: torch.Tensor, aux: torch.Tensor) -> dic
                           ((inner >= 0.4) & (inner <= 0.6)).to(pd.dtype).mean(), aux.detach()]).tolist()
     return dict(zip(("ratio", "boundary_rate", "boundary_prob", "boundary_prob_std", "boundary_prob_mid",
                      "aux_raw"), values))
-
-
-def matrix_params(cfg, concept_layers: int | None = None) -> dict[str, int]:
-    """Weights of the matrices (biases and norms left out), the counts the FLOPs and the depth that gives
-    ``concept_share`` are computed from: ``token_block`` (one token layer), ``router``, ``up`` (W_up),
-    ``cross_token`` and ``cross_kv`` (all cross blocks: their token-width matrices, their K/V on
-    d_concept), ``token_side`` (every token-width matrix but the embeddings and head),
-    ``concept`` (the concept blocks, ``concept_layers`` of them, default the config's depth)."""
-    d, dc = cfg.d_model, cfg.concept_width
-    kv = (cfg.n_kv_head or cfg.n_head) * (d // cfg.n_head)
-    kv_c = cfg.concept_n_kv_head * (dc // cfg.concept_n_head)
-    gates = 3 if cfg.activation == "swiglu" else 2
-    mlp = gates * d * (cfg.mlp_hidden or cfg.mlp_ratio * d)
-    token_block = 2 * d * d + 2 * d * kv + mlp
-    router = 2 * d * cfg.scan_width if cfg.boundary_predictor == "learned" else 0
-    skip = d * d if cfg.decoder_skip == "zero_proj" else 0  # the first cross block's W_r
-    cross_token, cross_kv = cfg.n_cross * (2 * d * d + mlp) + skip, cfg.n_cross * 2 * dc * kv
-    depth = cfg.concept_depth if concept_layers is None else concept_layers
-    concept = depth * (2 * dc * dc + 2 * dc * kv_c + gates * dc * cfg.concept_hidden)
-    return {"token_block": token_block, "router": router, "up": d * dc, "cross_token": cross_token,
-            "cross_kv": cross_kv, "concept": concept,
-            "token_side": cfg.n_layer * token_block + router + d * dc + cross_token + cross_kv}
 
 
 def dlcm_flops_per_token(cfg) -> float:

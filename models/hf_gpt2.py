@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import torch
 
-from models.token_lm import TokenLM, TokenLMConfig
+from models.configs import GPT2_CONVENTIONS, TokenLMConfig, gpt2_mismatch
+from models.token_lm import TokenLM
 
 _BLOCK_MAP = {  # ours -> HF, per block; True = Conv1D weight, transposed
     "ln1.weight": ("ln_1.weight", False), "ln1.bias": ("ln_1.bias", False),
@@ -58,22 +59,6 @@ def from_hf_gpt2(hf_model, seq_len: int | None = None) -> TokenLM:
     if not cfg.tie_embeddings:
         model.lm_head.weight.copy_(hf_state["lm_head.weight"])
     return model
-
-
-# What GPT2LMHeadModel can hold (besides one key/value head per head): learned positions, sequential
-# residual, biases, gelu_new, LayerNorm.
-GPT2_CONVENTIONS = {"positional": "learned", "parallel_residual": False, "bias": True, "activation": "gelu_tanh",
-                    "norm": "layernorm"}
-
-
-def gpt2_mismatch(cfg) -> tuple[str, object] | None:
-    """(field, value) of the first setting of a token LM config that GPT2LMHeadModel cannot hold, or None."""
-    for key, value in GPT2_CONVENTIONS.items():
-        if getattr(cfg, key) != value:
-            return key, getattr(cfg, key)
-    if cfg.n_kv_head not in (None, cfg.n_head):
-        return "n_kv_head", cfg.n_kv_head
-    return None
 
 
 @torch.no_grad()

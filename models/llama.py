@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from models.fields import Activation, Norm, Positional
-from models.token_lm import TokenLMConfig
+from models.configs import TokenLMConfig
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,6 @@ settings decide). Semi-autoregressive sampling, the ``analytic`` predictor and n
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
@@ -92,26 +91,6 @@ from models.token_lm import (Generation, count_params, make_block, make_rotary, 
 SAMPLE_EPS = 1e-5   # last time of the sampling grid (mdlm ``_sample(eps=1e-5)``; duo ``generate_samples``)
 VALID_SEED = 0      # masks and times of the eval-mode loss (ours)
 NOISE_REMOVAL = ("ancestral", "greedy", "none")
-
-
-@dataclass(frozen=True)
-class MDLMOptions:
-    """Mixed into a backbone config (``models.registry``: ``mdlm_gpt2``, ``mdlm_pythia``, ``mdlm_llama``)."""
-    noise_eps: float = 1e-3      # log-linear schedule alpha_t = 1 - (1 - eps) t (duo trainer_base.py:25-38)
-    sampling_eps: float = 1e-3   # training times t ~ U[eps, 1] (mdlm ``training.sampling_eps``, diffusion.py:800-808)
-    antithetic: bool = True      # stratified t over the batch (mdlm ``training.antithetic_sampling``)
-    prefix_len: int = 0          # leading source tokens never masked (conditional tasks, as NCM's prefix; ours)
-
-    def __post_init__(self):
-        super().__post_init__()
-        if not 0 < self.noise_eps < 1:
-            raise ValueError(f"model.noise_eps={self.noise_eps}: use 0 < noise_eps < 1 (1e-3, duo LogLinear)")
-        if not 0 < self.sampling_eps < 1:
-            raise ValueError(f"model.sampling_eps={self.sampling_eps}: use 0 < sampling_eps < 1 (the loss "
-                             "weight 1/t is unbounded at t = 0; 1e-3, mdlm)")
-        if not 0 <= self.prefix_len < self.seq_len:
-            raise ValueError(f"model.prefix_len={self.prefix_len} must be in [0, model.seq_len={self.seq_len}): "
-                             "the window is prefix_len source tokens, then the target")
 
 
 class MDLM(nn.Module):
@@ -134,11 +113,6 @@ class MDLM(nn.Module):
         init_weights(self, cfg.init_std, residual_init_depth(cfg))
         if cfg.tie_embeddings:
             self.lm_head.weight = self.wte.weight
-
-    @staticmethod
-    def loss_names(cfg) -> tuple[str, ...]:
-        """The losses ``forward`` returns (``train.loss_weights`` keys)."""
-        return ("nelbo",)
 
     # --- schedule ------------------------------------------------------------------------------
     def mask_prob(self, t: torch.Tensor | float) -> torch.Tensor | float:

@@ -26,9 +26,6 @@ Defaults and their sources:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 import torch
 from torch import nn
 
@@ -37,17 +34,6 @@ from models.losses import linear_cross_entropy
 from models.token_lm import (TokenLM, block_matmul_params, make_block, make_rotary, residual_init_depth,
                              token_lm_flops_per_token)
 
-@dataclass(frozen=True)
-class MTPOptions:
-    """Mixed into a backbone config (``models.registry``)."""
-    n_future: int = 4           # tokens predicted at every position, the next one included (Table 4: 4)
-    mtp_reduction: Literal["sum", "mean"] = "sum"  # future heads' losses: sum (Gloeckle et al. 2024 §2, L_n) | mean
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.n_future < 2:
-            raise ValueError(f"model.n_future={self.n_future}: MTP predicts at least 2 future tokens")
-
 
 class MTPLM(TokenLM):
     def __init__(self, cfg):
@@ -55,10 +41,6 @@ class MTPLM(TokenLM):
         rotary = make_rotary(cfg)
         self.future_blocks = nn.ModuleList(make_block(cfg, rotary) for _ in range(cfg.n_future - 1))
         init_weights(self.future_blocks, cfg.init_std, residual_init_depth(cfg), root=self)
-
-    @staticmethod
-    def loss_names(cfg) -> tuple[str, ...]:
-        return ("ntp", "mtp")
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> dict:
         x = self.embed(idx)

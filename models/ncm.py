@@ -49,77 +49,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import torch
 from torch import nn
 
 from common.errors import CheckpointError
 from models.blocks import KVCache, Segments, init_weights, make_norm
-from models.fields import check_keys
+from models.configs import NCMConfig
 from models.losses import weighted_linear_cross_entropy
-from models.ncm_tokenizer import (NCMTokenizer, NCMTokenizerConfig, NCMTransformerFields, block_flops,
+from models.ncm_tokenizer import (NCMTokenizer, block_flops,
                                   make_ncm_block)
 from models.token_lm import filter_logits as token_filter_logits
 from models.token_lm import sample_next
 from models.weights import load_model_weights
-
-
-@dataclass(frozen=True)
-class NCMConfig(NCMTransformerFields):
-    """Arch ``ncm``: the generator's transformer (``NCMTransformerFields``) and the fields below."""
-    tokenizer: dict | None = None       # the upstream ncm_tokenizer's model config (arch + fields); required
-    attention: Literal["block_diagonal", "block_causal"] = "block_diagonal"  # each scale sees itself (NCM App. F.2,
-    #                                     Table 9) | block_causal: itself and coarser scales (VAR; Table 9 ablation)
-    perturb_rate: float = 0.1           # conditioning-code perturbation p (NCM App. F.3; rate UNKNOWN: ours)
-    head: Literal["shared", "per_scale"] = "shared"  # one code head for all scales (VAR) | one per scale (ours;
-    #                                     module docstring)
-    alpha: float = 0.0                  # loss weights w_k = l_k^-alpha / sum_j l_j^(1-alpha) (Eq. 10; ours: 0, VAR)
-    prefix_len: int = 0                 # source tokens before the target window (conditional, Sec. 3.4); 0 = none
-    cond_dropout: float = 0.1           # P(source replaced by the null condition) in training, for guidance (ours:
-    #                                     VAR's 0.1)
-
-    def __post_init__(self):
-        super().__post_init__()
-        if not 0.0 <= self.perturb_rate < 1.0:
-            raise ValueError(f"model.perturb_rate={self.perturb_rate} is a probability: use a value in [0, 1)")
-        if not 0 <= self.prefix_len < self.seq_len:
-            raise ValueError(f"model.prefix_len={self.prefix_len} must be in [0, model.seq_len={self.seq_len}): "
-                             "the window is prefix_len source tokens followed by the tokenizer's L target tokens")
-        if not 0.0 <= self.cond_dropout < 1.0:
-            raise ValueError(f"model.cond_dropout={self.cond_dropout} is a probability: use a value in [0, 1)")
-        if not -10.0 <= self.alpha <= 10.0:
-            raise ValueError(f"model.alpha={self.alpha}: use a loss-weight exponent in [-10, 10] (the paper: 0..1.5)")
-        _ = self.tokenizer_config  # validates model.tokenizer
-
-    @property
-    def target_len(self) -> int:
-        """L, the tokens the tokenizer encodes: the window after the ``prefix_len`` source tokens."""
-        return self.seq_len - self.prefix_len
-
-    @property
-    def tokenizer_config(self) -> NCMTokenizerConfig:
-        """The typed config of ``model.tokenizer``, with this model's vocabulary and L."""
-        if not isinstance(self.tokenizer, dict):
-            raise ValueError("model.tokenizer is required for arch ncm: the upstream ncm_tokenizer experiment's model "
-                             "config (arch and fields)")
-        fields = dict(self.tokenizer)
-        arch = fields.pop("arch", "ncm_tokenizer")
-        if arch != "ncm_tokenizer":
-            raise ValueError(f"model.tokenizer.arch={arch!r}: the generator needs an ncm_tokenizer run's model config")
-        ours = {"seq_len": self.target_len, "vocab_size": self.vocab_size}
-        for key, value in ours.items():
-            if key in fields and fields.pop(key) != value:
-                raise ValueError(f"model.tokenizer.{key}={self.tokenizer[key]} but the generator's target window has "
-                                 f"{key} {value} (model.seq_len - model.prefix_len for seq_len); point model.tokenizer "
-                                 f"at a tokenizer run with {key} {value}")
-        check_keys(NCMTokenizerConfig, fields, "ncm_tokenizer", "model.tokenizer", fixed=ours)
-        try:
-            return NCMTokenizerConfig(**fields, vocab_size=self.vocab_size, seq_len=self.target_len)
-        except ValueError as e:
-            raise ValueError(str(e).replace("model.", "model.tokenizer.")) from None
 
 
 def attention_mask(lengths: tuple[int, ...], kind: str) -> torch.Tensor:
@@ -171,10 +114,6 @@ class NCM(nn.Module):
                              persistent=False)  # the scale of each of the N positions
         self.tokenizer = NCMTokenizer(tcfg).requires_grad_(False).eval()
         self.calls = 0  # generator (transformer) calls, read by sampling and its tests
-
-    @staticmethod
-    def loss_names(cfg) -> tuple[str, ...]:
-        return ("gen",)
 
     def train(self, mode: bool = True):
         """As ``nn.Module.train``; the frozen tokenizer stays in eval mode (no nested dropout)."""

@@ -93,165 +93,13 @@ explicit list instead.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from typing import Literal, get_args
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from models.blocks import Block, init_weights, make_norm
-from models.fields import Activation, Norm, check_fields, check_transformer
+from models.configs import NCMTokenizerConfig, NCMTransformerFields
 from models.losses import linear_cross_entropy
-
-Schedule = Literal["exponential", "quadratic", "sqrt", "log", "linear"]
-SCHEDULES = get_args(Schedule)
-DEFAULT_SCALES = 12  # K of NCM's TinyStories and LM1B runs (L 128; App. B-C)
-
-
-def schedule_lengths(seq_len: int, n_scales: int, schedule: str) -> tuple[int, ...]:
-    """l_1 < ... < l_K = L of a named schedule (module docstring: targets, rounding, clamping)."""
-    L, K = seq_len, n_scales
-    if schedule not in SCHEDULES:
-        raise ValueError(f"model.length_schedule={schedule!r}: use one of {list(SCHEDULES)}")
-    if not 1 <= K <= L:
-        raise ValueError(f"model.n_scales={K} must be between 1 and model.seq_len={L} (K scales need K distinct "
-                         "lengths <= L); lower n_scales or raise seq_len")
-    lengths, prev = [], 0
-    for k in range(1, K + 1):
-        u = k / K
-        target = {"exponential": L ** u, "quadratic": L * u * u, "sqrt": L * math.sqrt(u), "linear": L * u,
-                  "log": L * math.log1p(k) / math.log1p(K)}[schedule]
-        prev = min(max(math.floor(target + 0.5), prev + 1), L - (K - k))
-        lengths.append(prev)
-    return tuple(lengths)
-
-
-@dataclass(frozen=True)
-class NCMTransformerFields:
-    """The transformer fields the NCM tokenizer and generator share, named as the suite's backbones
-    (``models.token_lm``) so a profile's ``defaults.model`` applies. Defaults are GPT-2's (*ours*: NCM's
-    architectures are UNKNOWN): pre-norm blocks, 4 d MLP, tanh GELU, biases, LayerNorm eps
-    1e-5, N(0, 0.02) init with output projections x 1/sqrt(2 n_layer) (VAR divides them by sqrt(2 depth)
-    too, VAR 4), no dropout."""
-    vocab_size: int
-    seq_len: int
-    d_model: int
-    n_layer: int
-    n_head: int
-    mlp_ratio: int = 4
-    dropout: float = 0.0
-    bias: bool = True
-    norm_eps: float = 1e-5
-    activation: Activation = "gelu_tanh"
-    norm: Norm = "layernorm"
-    init_std: float = 0.02
-
-    def __post_init__(self):
-        check_fields(self)
-        check_transformer(self)
-
-
-@dataclass(frozen=True)
-class NCMTokenizerConfig(NCMTransformerFields):
-    """Arch ``ncm_tokenizer``. Each field's source beside it (module docstring for the operators)."""
-    dec_layers: int | None = None       # decoder depth; None = n_layer (ours; NCM's depths UNKNOWN)
-    d_code: int = 32                    # latent / code width d (VAR Cvae 32; NCM's d UNKNOWN)
-    codebook_size: int = 4096           # codes per codebook |V_k| (VAR V 4096; NCM's UNKNOWN)
-    codebook_sizes: tuple | None = None  # |V_1..V_K| per scale, overrides codebook_size (notation |V_k|, Sec.
-    #                                      3.2; sizes UNKNOWN): small coarse books bound the coarse codes' entropy
-    shared_codebook: bool = False       # one codebook per scale (NCM notation e_{k,j}, |V_k|) | shared (VAR)
-    n_scales: int | None = None         # K; None = len(scale_lengths), else 12 (NCM TinyStories / LM1B, App. B-C)
-    length_schedule: Schedule = "exponential"  # l_k schedule (App. F.1: exponential best; see docstring)
-    scale_lengths: tuple | None = None  # explicit l_1 < ... < l_K = L; overrides length_schedule
-    down: Literal["area", "linear"] = "area"  # Down_k: area pooling (VAR) | linear interpolation
-    up: Literal["linear", "nearest"] = "linear"  # R_k interpolation: linear (VAR's bicubic in 1-D) | nearest
-    phi_ratio: float = 0.5              # phi blend r: (1-r) h + r conv(h) (VAR quant_resi 0.5); 0 = no phi
-    phi_share: int = 4                  # phi convs: 0 per scale | 1 shared | n partially shared (VAR 4)
-    vq_beta: float = 0.25               # commitment weight beta (VAR vqvae.py 0.25; NCM's UNKNOWN)
-    vq_scales: Literal["all", "last"] = "all"  # VQ loss on zhat^(j) for all j <= k, averaged (VAR) | last: zhat^(k)
-    #                                            only (Eq. 9)
-    straight_through: Literal["latent", "scale", "anchored"] = "latent"  # decoder gradient to z at L (VAR) | through
-    #                                     each scale's Down_k / R_k | both: truncated per scale + full at L (ours;
-    #                                     docstring 5.)
-    nested_dropout: float = 1.0         # P(truncate a sequence to k ~ U{1..K} scales) (Sec. 3.3: every step)
-    tie_embeddings: bool = False        # decoder head tied to the encoder's token embedding (ours: untied)
-    latent_norm: bool = True            # z = LayerNorm without affine of the code projection (ours) | raw (VAR)
-    code_init_std: float = 0.3          # codebook init N(0, s^2) (ours; VAR's is not in docs/sources.md)
-    dead_code_threshold: float = 0.1    # restart codes used < this x the uniform rate (EMA); 0 = never (ours, see 3.)
-    dead_code_decay: float = 0.99       # EMA decay of the code usage counts (SoundStream / EnCodec's)
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.scale_lengths is not None:
-            ls = list(self.scale_lengths)
-            if not ls or not all(isinstance(v, int) and not isinstance(v, bool) for v in ls):
-                raise ValueError(f"model.scale_lengths={ls}: give a non-empty list of integers l_1 < ... < l_K")
-            if any(b <= a for a, b in zip(ls, ls[1:])) or ls[0] < 1:
-                raise ValueError(f"model.scale_lengths={ls} is not strictly increasing from >= 1; give "
-                                 "l_1 < ... < l_K = seq_len")
-            if ls[-1] != self.seq_len:
-                raise ValueError(f"model.scale_lengths={ls} ends at {ls[-1]}, not at model.seq_len={self.seq_len}; "
-                                 "the finest scale must have one code per token")
-            if self.n_scales is not None and self.n_scales != len(ls):
-                raise ValueError(f"model.n_scales={self.n_scales} but model.scale_lengths has {len(ls)} entries; "
-                                 "drop n_scales or make them agree")
-        else:
-            schedule_lengths(self.seq_len, self.K, self.length_schedule)  # raises on K outside 1..L
-        if self.codebook_size < 2:
-            raise ValueError(f"model.codebook_size={self.codebook_size}: a codebook needs at least 2 codes")
-        if self.codebook_sizes is not None:
-            vs = list(self.codebook_sizes)
-            if len(vs) != self.K or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 2 for v in vs):
-                raise ValueError(f"model.codebook_sizes={vs}: give K={self.K} integers >= 2, one codebook size "
-                                 "per scale (coarse to fine), or drop it for codebook_size at every scale")
-            if self.shared_codebook and len(set(vs)) > 1:
-                raise ValueError(f"model.codebook_sizes={vs} differ but model.shared_codebook is true "
-                                 "(one codebook for all scales); set shared_codebook: false or give one size")
-        if self.d_code < 1:
-            raise ValueError(f"model.d_code={self.d_code}: the code width must be >= 1")
-        if self.dec_layers is not None and self.dec_layers < 1:
-            raise ValueError(f"model.dec_layers={self.dec_layers}: the decoder needs at least 1 layer")
-        if not 0.0 <= self.phi_ratio <= 1.0:
-            raise ValueError(f"model.phi_ratio={self.phi_ratio} must be in [0, 1] (0 = no phi refinement)")
-        if self.phi_share < 0:
-            raise ValueError(f"model.phi_share={self.phi_share}: use 0 (one phi per scale), 1 (shared) or n > 1")
-        if not 0.0 <= self.nested_dropout <= 1.0:
-            raise ValueError(f"model.nested_dropout={self.nested_dropout} is a probability: use a value in [0, 1]")
-        if self.vq_beta < 0:
-            raise ValueError(f"model.vq_beta={self.vq_beta} must be >= 0")
-        if self.code_init_std <= 0:
-            raise ValueError(f"model.code_init_std={self.code_init_std} must be > 0")
-        if not 0.0 <= self.dead_code_threshold < 1.0:
-            raise ValueError(f"model.dead_code_threshold={self.dead_code_threshold}: a fraction of the uniform usage "
-                             "rate in [0, 1) (0 = no restarts)")
-        if not 0.0 < self.dead_code_decay < 1.0:
-            raise ValueError(f"model.dead_code_decay={self.dead_code_decay} must be in (0, 1)")
-
-    @property
-    def K(self) -> int:
-        if self.scale_lengths is not None:
-            return len(self.scale_lengths)
-        return self.n_scales if self.n_scales is not None else DEFAULT_SCALES
-
-    @property
-    def lengths(self) -> tuple[int, ...]:
-        """(l_1, ..., l_K)."""
-        if self.scale_lengths is not None:
-            return tuple(int(v) for v in self.scale_lengths)
-        return schedule_lengths(self.seq_len, self.K, self.length_schedule)
-
-    @property
-    def sizes(self) -> tuple[int, ...]:
-        """(|V_1|, ..., |V_K|): ``codebook_sizes``, else ``codebook_size`` at every scale."""
-        if self.codebook_sizes is not None:
-            return tuple(int(v) for v in self.codebook_sizes)
-        return (self.codebook_size,) * self.K
-
-    @property
-    def decoder_layers(self) -> int:
-        return self.dec_layers or self.n_layer
 
 
 def make_ncm_block(cfg: NCMTransformerFields) -> Block:
@@ -335,10 +183,6 @@ class NCMTokenizer(nn.Module):
         self.register_buffer("code_usage", torch.zeros(len(self.codebooks), max(cfg.sizes)))
         if cfg.tie_embeddings:
             self.lm_head.weight = self.wte.weight
-
-    @staticmethod
-    def loss_names(cfg) -> tuple[str, ...]:
-        return ("rec", "vq")
 
     # --- the pieces -----------------------------------------------------------------------------
     def codebook(self, k: int) -> nn.Embedding:

@@ -19,42 +19,57 @@ residual tokenizer, and ``ncm``, the per-scale generator that carries a frozen c
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from dataclasses import dataclass
-from typing import Callable
 
-from torch import nn
-
-from models.conceptlm import ConceptLM, ConceptOptions, concept_lm_flops_per_token
+from models.configs import (ConceptOptions, DLCMOptions, MDLMOptions, MTPOptions, NCMConfig, NCMTokenizerConfig,
+                            PythiaConfig, TokenLMConfig)
 from models.contextlm import ContextOptions
-from models.dlcm import DLCM, DLCMOptions, dlcm_flops_per_token
 from models.fields import check_keys, declared_types
 from models.llama import LlamaConfig
-from models.mdlm import MDLM, MDLMOptions, mdlm_flops_per_token
-from models.mtp import MTPLM, MTPOptions, mtp_flops_per_token
-from models.ncm import NCM, NCMConfig, ncm_flops_per_token
-from models.ncm_tokenizer import NCMTokenizer, NCMTokenizerConfig, ncm_tokenizer_flops_per_token
-from models.token_lm import PythiaConfig, TokenLM, TokenLMConfig, token_lm_flops_per_token
+
+
+def load(path: str):
+    """The object a ``"module:name"`` path names, its module imported now."""
+    module, name = path.split(":")
+    return getattr(importlib.import_module(module), name)
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """``upstream``: (model field, arch) of a model trained on top of another run (NCM's generator
-    on its tokenizer run): the experiment's ``upstream:`` fills that field with the upstream run's
-    model settings, and the trainer loads the upstream's ``final/`` (``model.load_upstream``)."""
+    """A model family under one ``model.arch``: its config dataclass, the ``nn.Module`` it builds and its FLOPs
+    formula. The module and the formula are named (``"module:name"``) and imported when first asked for
+    (``build``, ``flops_per_token``), so that reading and checking a profile needs the configs alone
+    (``models.configs``) and no torch. ``sampler``: how a model of the family samples text (``ar``: one token
+    per call; ``ncm``: one scale per call; ``mdlm``: masked diffusion; None: it does not generate).
+    ``upstream``: (model field, arch) of a model trained on top of another run (NCM's generator on its
+    tokenizer run): the experiment's ``upstream:`` fills that field with the upstream run's model settings,
+    and the trainer loads the upstream's ``final/`` (``model.load_upstream``)."""
     name: str
     config_cls: type
-    build: Callable[[object], nn.Module]
-    flops_per_token: Callable[[object], float]
+    model: str
+    flops: str
+    sampler: str | None = "ar"
     upstream: tuple[str, str] | None = None
+
+    @property
+    def build(self) -> type:
+        return load(self.model)
+
+    @property
+    def flops_per_token(self):
+        return load(self.flops)
 
 
 BACKBONES = {"gpt2": TokenLMConfig, "pythia": PythiaConfig, "llama": LlamaConfig}
 FAMILIES = {  # family: (options mixed into the backbone config, model, FLOPs formula)
-    "conceptlm": (ConceptOptions, ConceptLM, concept_lm_flops_per_token),
-    "contextlm": (ContextOptions, ConceptLM, concept_lm_flops_per_token),
-    "mtp": (MTPOptions, MTPLM, mtp_flops_per_token),
-    "dlcm": (DLCMOptions, DLCM, dlcm_flops_per_token),  # DLCM (arXiv 2512.24617): models/dlcm.py
+    "conceptlm": (ConceptOptions, "models.conceptlm:ConceptLM", "models.conceptlm:concept_lm_flops_per_token"),
+    "contextlm": (ContextOptions, "models.conceptlm:ConceptLM", "models.conceptlm:concept_lm_flops_per_token"),
+    "mtp": (MTPOptions, "models.mtp:MTPLM", "models.mtp:mtp_flops_per_token"),
+    # DLCM (arXiv 2512.24617): models/dlcm.py
+    "dlcm": (DLCMOptions, "models.dlcm:DLCM", "models.dlcm:dlcm_flops_per_token"),
 }
+TOKEN_LM = ("models.token_lm:TokenLM", "models.token_lm:token_lm_flops_per_token")
 
 
 def family_config(options: type, backbone: str) -> type:
@@ -68,7 +83,7 @@ def family_config(options: type, backbone: str) -> type:
 
 REGISTRY: dict[str, ModelSpec] = {
     spec.name: spec for spec in (
-        *(ModelSpec(name, cfg, TokenLM, token_lm_flops_per_token) for name, cfg in BACKBONES.items()),
+        *(ModelSpec(name, cfg, *TOKEN_LM) for name, cfg in BACKBONES.items()),
         *(ModelSpec(f"{family}_{backbone}", family_config(options, backbone), model, flops)
           for family, (options, model, flops) in FAMILIES.items() for backbone in BACKBONES),
     )
@@ -80,11 +95,13 @@ REGISTRY: dict[str, ModelSpec] = {
 # multi-scale residual tokenizer (stage 1) and the per-scale generator over its codes (stage 2).
 NON_CAUSAL: dict[str, ModelSpec] = {
     spec.name: spec for spec in (
-        ModelSpec("ncm_tokenizer", NCMTokenizerConfig, NCMTokenizer, ncm_tokenizer_flops_per_token),
-        ModelSpec("ncm", NCMConfig, NCM, ncm_flops_per_token, upstream=("tokenizer", "ncm_tokenizer")),
+        ModelSpec("ncm_tokenizer", NCMTokenizerConfig, "models.ncm_tokenizer:NCMTokenizer",
+                  "models.ncm_tokenizer:ncm_tokenizer_flops_per_token", sampler=None),
+        ModelSpec("ncm", NCMConfig, "models.ncm:NCM", "models.ncm:ncm_flops_per_token", sampler="ncm",
+                  upstream=("tokenizer", "ncm_tokenizer")),
         # NCM's masked-diffusion baseline on each backbone's blocks, run bidirectionally (models/mdlm.py)
-        *(ModelSpec(f"mdlm_{backbone}", family_config(MDLMOptions, backbone), MDLM, mdlm_flops_per_token)
-          for backbone in BACKBONES),
+        *(ModelSpec(f"mdlm_{backbone}", family_config(MDLMOptions, backbone), "models.mdlm:MDLM",
+                    "models.mdlm:mdlm_flops_per_token", sampler="mdlm") for backbone in BACKBONES),
     )
 }
 
@@ -107,7 +124,7 @@ def model_config(model_cfg: dict, **fixed):
     return spec, spec.config_cls(**fields, **fixed)
 
 
-def build_model(model_cfg: dict, **fixed) -> nn.Module:
+def build_model(model_cfg: dict, **fixed):
     spec, cfg = model_config(model_cfg, **fixed)
     return spec.build(cfg)
 

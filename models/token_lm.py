@@ -23,119 +23,14 @@ draw by inversion (``draw``) with the caller's ``torch.Generator``; temperature 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
 import torch
 from torch import nn
 
 from models.blocks import Block, KVCache, Rotary, init_weights, make_norm
-from models.fields import Activation, Norm, Positional, check_fields, check_transformer
+from models.configs import TokenLMConfig
 from models.losses import linear_cross_entropy
-
-
-ROPE_SCALING = ("rope_type", "factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
-
-
-@dataclass(frozen=True)
-class TokenLMConfig:
-    """Hyper-parameters of a GPT-2-style token LM. Every default, with its source (HF = ``transformers``
-    ``GPT2Config`` / ``GPT2PreTrainedModel._init_weights``; G = the ConceptLM authors' GPT-2 code,
-    ``ConceptLM_GPT2model.py``, docs/sources.md, "ConceptLM: the authors' code"):
-
-    * ``mlp_ratio`` 4: MLP width 4 d (HF ``n_inner=None``).
-    * ``dropout`` 0.0: HF's GPT-2 has 0.1 on embeddings, residuals and attention, and G reads its dropout
-      from the checkpoint config (``config.embd_pdrop``, G L184), which is not released; we use 0.0 as
-      nanoGPT's pre-training recipe and Pythia do (switch ``dropout``).
-    * ``bias`` True: biases in every projection and norm (HF ``Conv1D``, ``nn.LayerNorm``).
-    * ``norm_eps`` 1e-5 (HF ``layer_norm_epsilon``); ``norm`` layernorm, pre-norm blocks, final norm
-      ``ln_f`` before the head (HF ``GPT2Model.ln_f``).
-    * ``activation`` gelu_tanh (HF ``gelu_new``); ``positional`` learned (``wpe``, HF).
-    * ``tie_embeddings`` **False**: the head is a separate ``nn.Linear(d, V, bias=False)``. GPT-2 itself
-      (HF ``GPT2LMHeadModel``, ``tie_word_embeddings=True``) ties it to ``wte``, but the ConceptLM
-      authors' GPT-2 code keeps ``wte`` and ``lm_head`` apart (G L180-181; its ``tie_weights()`` does
-      nothing, G L477), for ConceptLM and for its ``'baseline'`` branch alike. With the GPT-2 fusion
-      ``ln_f(h) + ln_f(c_hat)`` at insertion depth 0 the decoder's residual stream starts from the
-      unit-normalised input embedding, which a tied head maps back to the input token.
-      Base and PM GPT-2 are untied too, so that every GPT-2 arm of a table has the same head. The switch
-      (``tie_embeddings: true``) stays for diagnostic rows; an imported HF GPT-2 keeps its tie
-      (``models.hf_gpt2``).
-    * ``init_std`` 0.02: N(0, 0.02) for every matrix and embedding (``wte`` and ``wpe`` included),
-      zero biases, unit norm gains (HF ``initializer_range``, ``_init_weights``; ``blocks.init_weights``).
-    * ``scale_residual_init`` True: the attention and MLP output projections start at
-      0.02 / sqrt(2 ``n_layer``), with the *model's* ``n_layer`` for every block it builds (HF
-      ``GPT2PreTrainedModel._init_weights`` scales every ``GPT2Attention`` / ``GPT2MLP`` ``c_proj`` by
-      ``config.n_layer``, the blocks of G's concept module included, since they are built from the same
-      config); False leaves them at 0.02 (GPT-NeoX, Llama).
-    * Attention: softmax scale 1/sqrt(head dim), causal (HF ``scale_attn_weights``).
-    """
-    vocab_size: int
-    seq_len: int
-    d_model: int
-    n_layer: int
-    n_head: int
-    mlp_ratio: int = 4
-    dropout: float = 0.0
-    bias: bool = True
-    norm_eps: float = 1e-5
-    activation: Activation = "gelu_tanh"  # gelu_tanh (GPT-2) | gelu (GPT-NeoX) | swiglu (Llama)
-    positional: Positional = "learned"  # learned (GPT-2) | rotary (GPT-NeoX, Llama)
-    rotary_pct: float = 1.0
-    rotary_base: float = 10000.0
-    parallel_residual: bool = False
-    tie_embeddings: bool = False       # untied, as the ConceptLM authors' GPT-2 code (see above); true = GPT-2's tie
-    init_std: float = 0.02
-    scale_residual_init: bool = True   # output projections x 1/sqrt(2 n_layer) at init (HF GPT-2) | none (NeoX, Llama)
-    norm: Norm = "layernorm"           # layernorm | rmsnorm (Llama)
-    n_kv_head: int | None = None       # key/value heads (grouped-query attention); None = n_head
-    mlp_hidden: int | None = None      # MLP width; None = mlp_ratio * d_model
-    rope_scaling: dict | None = None   # Llama 3.1 rotary scaling, transformers' rope_parameters layout
-
-    def __post_init__(self):
-        check_fields(self)
-        check_transformer(self)
-        if not 0 < self.rotary_pct <= 1:
-            raise ValueError(f"model.rotary_pct={self.rotary_pct}: use the rotated share of a head, in (0, 1]")
-        if self.rotary_base <= 0:
-            raise ValueError(f"model.rotary_base={self.rotary_base}: use a number > 0")
-        if self.n_kv_head is not None and (self.n_kv_head < 1 or self.n_head % self.n_kv_head):
-            raise ValueError(f"model.n_kv_head={self.n_kv_head} does not divide model.n_head={self.n_head}; "
-                             "choose a divisor of n_head (n_head itself = no grouping)")
-        if self.mlp_hidden is not None and self.mlp_hidden < 1:
-            raise ValueError(f"model.mlp_hidden={self.mlp_hidden}: use a positive width (null = mlp_ratio * d_model)")
-        rope = self.rope_scaling
-        if rope is not None and (set(ROPE_SCALING) - set(rope) or rope["rope_type"] != "llama3"):
-            raise ValueError(f"model.rope_scaling={self.rope_scaling!r}: give rope_type llama3 and "
-                             f"{', '.join(ROPE_SCALING[1:])} (Llama 3.1's), or null")
-
-
-@dataclass(frozen=True)
-class PythiaConfig(TokenLMConfig):
-    """GPT-NeoX conventions used by Pythia (HF = ``transformers`` ``GPTNeoXConfig`` / ``GPTNeoXPreTrainedModel``;
-    P = the ConceptLM authors' Pythia code, ``ConceptLM_Pythiamodel.py``, docs/sources.md, "ConceptLM: the
-    authors' code"):
-
-    * ``activation`` gelu, exact (HF ``hidden_act``); ``parallel_residual`` True (HF ``use_parallel_residual``).
-    * ``positional`` rotary on 25 % of each head (HF ``partial_rotary_factor`` 0.25), base 10000 (HF
-      ``rope_theta``); no learned positions.
-    * ``tie_embeddings`` False: separate ``embed_out`` (HF ``tie_word_embeddings=False``; P L227, its
-      ``tie_weights()`` does nothing, P L616).
-    * ``bias`` True (HF ``attention_bias``, dense biases); ``norm_eps`` 1e-5 (HF ``layer_norm_eps``), final
-      ``final_layer_norm``; ``dropout`` 0.0 (HF ``hidden_dropout`` / ``attention_dropout``; P's
-      ``emb_dropout`` is ``Dropout(0.)``).
-    * ``init_std`` 0.02 and ``scale_residual_init`` **False**: every matrix and embedding N(0, 0.02), no
-      depth scaling of the output projections (HF ``PreTrainedModel._init_weights``, which
-      ``GPTNeoXPreTrainedModel`` inherits; the authors' bundled ``modeling_gpt_neox.py`` L70-82 is the
-      same, and P builds every layer, concept layers included, under it). EleutherAI's own Pythia runs
-      used gpt-neox's ``small_init`` / ``wang_init``, which we do not reproduce; ``scale_residual_init:
-      true`` gives GPT-2's 1/sqrt(2 n_layer).
-    """
-    activation: Activation = "gelu"
-    positional: Positional = "rotary"
-    rotary_pct: float = 0.25
-    parallel_residual: bool = True
-    tie_embeddings: bool = False
-    scale_residual_init: bool = False
 
 
 def make_rotary(cfg: TokenLMConfig, stride: int = 1) -> Rotary | None:
@@ -249,17 +144,6 @@ class TokenLM(nn.Module):
         init_weights(self, cfg.init_std, residual_init_depth(cfg))
         if cfg.tie_embeddings:
             self.lm_head.weight = self.wte.weight
-
-    @staticmethod
-    def loss_names(cfg) -> tuple[str, ...]:
-        """The names of the losses ``forward`` returns for ``cfg`` (``train.loss_weights`` keys)."""
-        return ("ntp",)
-
-    @classmethod
-    def trained_losses(cls, cfg) -> tuple[str, ...]:
-        """The losses that can move a weight under ``cfg``: ``loss_names`` less any a setting of ``cfg`` turns off
-        (the profile check refuses a run whose weighted losses are all off or weigh 0)."""
-        return cls.loss_names(cfg)
 
     def embed(self, idx: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """Token (+ learned position) embeddings of idx (batch, time) at positions offset..offset+time-1."""

@@ -64,3 +64,17 @@ class TrainConfig:
         typed = cls.of(section)
         return {**{f.name: getattr(typed, f.name) for f in dataclasses.fields(cls)
                    if f.name not in section and written_out(f, getattr(typed, f.name))}, **section}
+
+
+def world_size_problem(t: dict, world: int = 1) -> str | None:
+    """Why ``world`` processes cannot run the global batch of ``train`` settings ``t`` (each process takes
+    micro-batches of ``micro_batch_size``, accumulated to ``batch_size`` in all), or None."""
+    if t["batch_size"] % (t["micro_batch_size"] * world) == 0:
+        return None
+    if t["batch_size"] % t["micro_batch_size"]:
+        return (f"train.batch_size={t['batch_size']} is not a multiple of train.micro_batch_size="
+                f"{t['micro_batch_size']}; make the micro-batch divide the batch")
+    return (f"train.batch_size={t['batch_size']} is not a multiple of train.micro_batch_size="
+            f"{t['micro_batch_size']} x {world} processes; choose a process count (the gpu resource) that "
+            f"divides batch_size / micro_batch_size = {t['batch_size'] // t['micro_batch_size']}, or another "
+            "micro_batch_size")

@@ -41,7 +41,7 @@ from models.registry import build_model, flops_per_token
 from trainer.checkpoint import (binding_difference, clean_debris, load_checkpoint, prune_snapshots, read_state,
                                 remove_checkpoints, save_checkpoint, save_sharded_checkpoint, save_snapshot,
                                 save_weights, set_aside, snapshot_index, valid_checkpoints)
-from trainer.config import TrainConfig
+from trainer.config import TrainConfig, world_size_problem
 from trainer.distributed import fsdp_problem, full_weights, load_shards, local, save_shards, shard
 from trainer.data import (DataError, WindowOrder, data_binding, gather_windows, mask_source, open_split, order_key,
                           read_manifest, view)
@@ -64,20 +64,6 @@ def learning_rate(step: int, t: dict) -> float:
     progress = (step - t["warmup_steps"]) / max(1, t["steps"] - t["warmup_steps"])
     floor = t["lr"] * t["min_lr_ratio"]
     return floor + 0.5 * (t["lr"] - floor) * (1 + math.cos(math.pi * min(1.0, progress)))
-
-
-def world_size_problem(t: dict, world: int = 1) -> str | None:
-    """Why ``world`` processes cannot run the global batch of ``train`` settings ``t`` (each process takes
-    micro-batches of ``micro_batch_size``, accumulated to ``batch_size`` in all), or None."""
-    if t["batch_size"] % (t["micro_batch_size"] * world) == 0:
-        return None
-    if t["batch_size"] % t["micro_batch_size"]:
-        return (f"train.batch_size={t['batch_size']} is not a multiple of train.micro_batch_size="
-                f"{t['micro_batch_size']}; make the micro-batch divide the batch")
-    return (f"train.batch_size={t['batch_size']} is not a multiple of train.micro_batch_size="
-            f"{t['micro_batch_size']} x {world} processes; choose a process count (the gpu resource) that "
-            f"divides batch_size / micro_batch_size = {t['batch_size'] // t['micro_batch_size']}, or another "
-            "micro_batch_size")
 
 
 def make_optimizer(model: torch.nn.Module, t: dict) -> torch.optim.AdamW:
@@ -177,7 +163,7 @@ class Trainer:
             compile_blocks(self.model)
         if self.sharded:
             shard(self.model)
-        self.primary = self.model.loss_names(self.model.cfg)[0]  # what valid/loss measures
+        self.primary = self.model.cfg.loss_names()[0]  # what valid/loss measures
         self._lock_handle = None  # the run folder's lock while run() trains (rank 0)
         self.alerted: set[str] = set()
         self.flops_per_token = flops_per_token(self.model_kwargs, vocab_size=manifest["vocab_size"],
@@ -290,7 +276,7 @@ class Trainer:
 
     @torch.no_grad()
     def valid_loss(self) -> float:
-        """Mean primary loss (the first of the model's ``loss_names``: NTP for token and concept LMs, the
+        """Mean primary loss (the first of the config's ``loss_names``: NTP for token and concept LMs, the
         NELBO for masked diffusion) on the first ``eval_batches`` x micro-batch windows of the valid split."""
         self.model.eval()
         n = min(self.t["eval_batches"] * self.micro, self.view.count(len(self.valid_tokens)))

@@ -136,7 +136,7 @@ def _check_upstream_data(config: dict, experiments: dict, source: str) -> None:
 
 def _check_semantics(config: dict, exp: dict) -> None:
     from models.registry import get_spec, model_config
-    from trainer.train import world_size_problem
+    from trainer.config import world_size_problem
 
     model, train = exp["model"], exp["train"]
     for key, value in _leaves({s: exp[s] for s in SECTIONS}):
@@ -151,12 +151,12 @@ def _check_semantics(config: dict, exp: dict) -> None:
     except (ValueError, TypeError) as e:
         raise ConfigError(str(e)) from None
     spec = get_spec(model["arch"])
-    unknown = sorted(set(train.get("loss_weights", {})) - set(spec.build.loss_names(typed)))
+    unknown = sorted(set(train.get("loss_weights", {})) - set(typed.loss_names()))
     if unknown:
         raise ConfigError(f"train.loss_weights.{unknown[0]}: {model['arch']} has no loss {unknown[0]!r}; "
-                          f"its losses are {', '.join(spec.build.loss_names(typed))}")
+                          f"its losses are {', '.join(typed.loss_names())}")
     weights = {name: train.get("loss_weights", {}).get(name, 1.0)
-               for name in getattr(spec.build, "trained_losses", spec.build.loss_names)(typed)}
+               for name in typed.trained_losses()}
     if not any(weights.values()):
         raise ConfigError(f"train.loss_weights: every loss {model['arch']} computes under these model settings "
                           f"weighs 0 ({weights}), so nothing trains; "
@@ -193,7 +193,7 @@ def _check_semantics(config: dict, exp: dict) -> None:
 def _check_evals(config: dict, exp: dict, spec, typed) -> None:
     """Each evaluation applies to the experiment's model: likelihood evals to causal token LMs, recon
     to NCM tokenizers (and generators, through their frozen tokenizer), Gen. PPL to models that sample."""
-    from evals.genppl.sample import parse_eval, sampler_kind, truncates
+    from evals.registry import mechanisms_apply, parse_eval, truncates
     from models.registry import REGISTRY
 
     arch, evals = spec.name, exp["evals"]
@@ -205,9 +205,7 @@ def _check_evals(config: dict, exp: dict, spec, typed) -> None:
         raise ConfigError(f"evals: boundaries measures DLCM's concept boundaries and model.arch={arch} has none; "
                           "drop 'boundaries' or use a dlcm_* arch")
     if "mechanisms" in evals:
-        from evals.mechanisms import applies
-
-        if not applies(arch):
+        if not mechanisms_apply(arch):
             raise ConfigError(f"evals: mechanisms checks a concept path and model.arch={arch} has none; drop "
                               "'mechanisms' or use a conceptlm_*, contextlm_*, dlcm_*, ncm_tokenizer or ncm arch")
     if "recon" in evals and arch not in NCM_ARCHS:
@@ -216,7 +214,7 @@ def _check_evals(config: dict, exp: dict, spec, typed) -> None:
     generative = {name: parse_eval(name) for name in evals if find(name).name == "genppl"}
     if not generative:
         return
-    kind = sampler_kind(spec.build)
+    kind = spec.sampler
     for name, variant in generative.items():
         if kind is None and "data" not in variant:
             raise ConfigError(f"evals: {name} samples from the model and model.arch={arch} has no sampler; drop it "
@@ -260,9 +258,7 @@ def _check_data(config: dict, exp: dict, spec, typed) -> None:
             raise ConfigError(f"evals: {conditional[0]} generates targets from sources and {exp['data']} "
                               "is a plain corpus; set data: <an id of datasets> or drop it")
         return
-    from evals.genppl.sample import sampler_kind
-
-    kind = sampler_kind(spec.build)
+    kind = spec.sampler
     for name in conditional:
         variant = find(name).match(name)
         if kind is None:
@@ -342,7 +338,7 @@ def _check_genppl(config: dict, experiments: dict, source: str) -> None:
             raise ConfigError(f"{source}: genppl.judges: {judge} is a folder without config.json, not a transformers "
                               "model; give a causal LM folder, a hub name (gpt2-large) or a gpt2 experiment id")
         if judge in experiments:
-            from models.hf_gpt2 import gpt2_mismatch
+            from models.configs import gpt2_mismatch
             from models.registry import model_config
 
             if experiments[judge]["data"] != config["corpus"]["id"]:

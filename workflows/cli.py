@@ -104,7 +104,7 @@ def _launch(a, run_cfg: dict) -> None:
 
     import torch
 
-    from trainer.train import world_size_problem
+    from trainer.config import world_size_problem
 
     problem = world_size_problem(run_cfg["train"], a.nproc)
     if problem:

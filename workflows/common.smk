@@ -360,7 +360,7 @@ def check_launch(resources, gpus_per_node=None):
     one node (training runs ``torchrun --standalone``, one node, one process per GPU), more GPUs than the
     profile declares a node has (``resources: gpus_per_node=N``), or a process count (its gpu resource) that
     does not divide an experiment's global batch into micro-batches."""
-    from trainer.train import world_size_problem
+    from trainer.config import world_size_problem
 
     gpus, nodes = resource_value(resources.get("gpu")), resource_value(resources.get("nodes"))
     gpus_per_node = resource_value(gpus_per_node)

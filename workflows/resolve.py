@@ -271,8 +271,8 @@ def result_index(entries: dict[str, Entry]) -> dict[str, list[str]]:
 
 
 def genppl_settings(config: dict) -> dict:
-    """The profile's ``genppl`` section with its defaults filled in (``evals.genppl.sample.SETTINGS_DEFAULTS``)."""
-    from evals.genppl.sample import with_defaults
+    """The profile's ``genppl`` section with its defaults filled in (``evals.registry.SETTINGS_DEFAULTS``)."""
+    from evals.registry import with_defaults
 
     return with_defaults(config.get("genppl", {}))
 

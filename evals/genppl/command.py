@@ -64,11 +64,10 @@ def arguments(g: argparse.ArgumentParser, evaluation=None) -> None:
 
 def evaluate(a: argparse.Namespace) -> int:
     """Sample from a run, then score the samples (the DAG's genppl evaluations)."""
-    from evals.genppl.sample import evaluate_genppl, parse_eval
+    from evals.genppl.sample import evaluate_genppl
+    from evals.registry import SETTINGS_DEFAULTS, parse_eval
 
     _threads(a)
-    from evals.genppl.sample import SETTINGS_DEFAULTS
-
     from evals.commands import settings_object
 
     settings = settings_object(a.settings, SETTINGS_DEFAULTS, "genppl", GenPPLError)

@@ -36,33 +36,7 @@ import torch
 
 from common.io import atomic_write_text
 from evals.genppl.protocol import GenPPLError, load_judge
-from evals.registry import BY_NAME
-
-
-# The profile's ``genppl`` section: its defaults (every key the sampler and the scorer read)
-SETTINGS_DEFAULTS = {"judges": [], "samples": 64, "batch_size": 16, "temperature": 1.0, "top_k": None, "top_p": None,
-                     "seed": 0, "judge_batch_size": 8}
-
-
-def with_defaults(settings: dict) -> dict:
-    """``settings`` (a profile's ``genppl`` section, or part of it) with ``SETTINGS_DEFAULTS`` filled in."""
-    return {**SETTINGS_DEFAULTS, **settings}
-
-
-def truncates(settings: dict) -> bool:
-    """Whether the sampler settings change the model's distribution (temperature other than 1, top-k,
-    top-p below 1): what masked diffusion's sampler does not support."""
-    return settings["temperature"] != 1.0 or bool(settings["top_k"]) or (settings["top_p"] or 1.0) < 1.0
-
-
-def parse_eval(name: str) -> dict:
-    """``{"steps": N}``, ``{"scales": j}``, ``{"data": True}`` or ``{}`` for a Gen. PPL eval name (the
-    ``genppl`` family of ``evals.registry``); ValueError for any other name."""
-    match = BY_NAME["genppl"].match(name)
-    if match is None:
-        raise ValueError(f"{name!r} is not a Gen. PPL evaluation: use genppl, genppl_s<steps>, genppl_k<scales> or "
-                         "genppl_data")
-    return {key: True if key == "data" else int(value) for key, value in match.items()}
+from evals.registry import truncates, with_defaults
 
 
 def sampler_kind(model_cls: type) -> str | None:

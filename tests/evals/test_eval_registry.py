@@ -32,7 +32,7 @@ def test_names_and_families_resolve_to_one_evaluation():
     assert find("genppl_x") is None and find("cond_s3") is None and find("xppl") is None
     assert find("cond_mbr4_cfg1.5").match("cond_mbr4_cfg1.5") == {"mbr": "4", "guidance": "1.5"}
     from evals.conditional import parse_eval as cond_variant
-    from evals.genppl.sample import parse_eval as genppl_variant
+    from evals.registry import parse_eval as genppl_variant
 
     assert genppl_variant("genppl_k3") == {"scales": 3} and cond_variant("cond_k2_mbr4") == {"scales": 2, "mbr": 4}
 

@@ -229,4 +229,4 @@ def test_norm_only_fusion_decodes_from_ln_f_of_the_token_states_alone():
         for block in model.blocks[model.cfg.insert_layer:]:
             x = block(x)
     assert torch.allclose(after, model.lm_head(model.ln_f(x)), atol=1e-6)
-    assert model.loss_names(model.cfg) == ("ntp", "ncp", "vq") and set(model(idx, idx)["losses"]) == {"ntp"}
+    assert model.cfg.loss_names() == ("ntp", "ncp", "vq") and set(model(idx, idx)["losses"]) == {"ntp"}

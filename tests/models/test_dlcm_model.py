@@ -459,7 +459,8 @@ def test_learns_a_fixed_batch():
 
 def test_ignored_targets_and_registration():
     for arch in ("dlcm_gpt2", "dlcm_pythia", "dlcm_llama"):
-        assert arch in REGISTRY and get_spec(arch).build.loss_names(None)[0] == "ntp"
+        cfg = get_spec(arch).config_cls(vocab_size=50, seq_len=32, d_model=32, n_layer=2, n_head=2)
+        assert arch in REGISTRY and cfg.loss_names() == ("ntp", "aux") and get_spec(arch).sampler == "ar"
     model = build().eval()
     x = tokens(2, T + 1, seed=3)
     y = x[:, 1:].clone()

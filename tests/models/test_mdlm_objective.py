@@ -123,7 +123,7 @@ def test_registered_outside_the_causal_registry_with_its_losses_and_flops():
     for arch in ARCHS:
         spec = get_spec(arch)
         cfg = spec.config_cls(vocab_size=V, seq_len=L, d_model=32, n_layer=2, n_head=4)
-        assert spec.build.loss_names(cfg) == ("nelbo",)
+        assert cfg.loss_names() == cfg.trained_losses() == ("nelbo",) and spec.sampler == "mdlm"
         assert (cfg.noise_eps, cfg.sampling_eps, cfg.antithetic) == (1e-3, 1e-3, True)
     base = flops_per_token({"arch": "gpt2", "d_model": 32, "n_layer": 2, "n_head": 4}, vocab_size=V, seq_len=L)
     mdlm = flops_per_token({"arch": "mdlm_gpt2", "d_model": 32, "n_layer": 2, "n_head": 4}, vocab_size=V, seq_len=L)

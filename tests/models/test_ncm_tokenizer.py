@@ -111,7 +111,7 @@ def test_metrics_per_scale_and_codebook_sharing():
         assert 0 < out["metrics"][f"usage_pct_s{k}"] <= 100 and 1 <= out["metrics"][f"usage_ppl_s{k}"] <= 16
     assert [out["metrics"][f"vq_s{k}"] for k in (1, 4)] and len(model.codebooks) == 4
     assert len(tokenizer(shared_codebook=True).codebooks) == 1
-    assert NCMTokenizer.loss_names(model.cfg) == ("rec", "vq")
+    assert model.cfg.loss_names() == ("rec", "vq")
 
 
 def test_phi_sharing_follows_var():

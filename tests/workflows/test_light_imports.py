@@ -1,12 +1,15 @@
-"""Jobs that need no model start without importing torch (about a second and a half per process on 2 cores):
-the data jobs and the law's fit, run as the DAG runs them; and the Snakefile's validation reads the law's
-settings without importing scipy's optimiser, which only the fit itself needs."""
+"""What starts often starts light. Reading and checking a profile -- what Snakemake does each time it starts,
+dry runs included -- imports neither torch nor scipy's optimiser (the model configs live in ``models.configs``,
+the model classes are imported when a model is built); nor do the jobs that need no model (the data jobs, the
+law's fit). ``import torch`` alone takes about a second on 2 cores."""
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,8 +33,21 @@ print(json.dumps(sorted(m for m in ("torch", "scipy", "transformers") if m in sy
 
 VALIDATION_IMPORTS = """
 import json, sys
-import evals.scaling_fit, workflows.experiments, workflows.cli
-print(json.dumps(sorted(m for m in ("torch", "scipy.optimize") if m in sys.modules)))
+import evals.scaling_fit, workflows.cli
+from workflows.experiments import main
+assert main([sys.argv[1]]) == 0
+print(json.dumps(sorted(m for m in ("torch", "transformers") if m in sys.modules)))
+"""
+
+BLOCKED = """
+import importlib.abc, runpy, sys
+class Blocked(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] == "torch" or name == "scipy.optimize":
+            raise ImportError(f"{name} imported while Snakemake reads the profile")
+sys.meta_path.insert(0, Blocked())
+sys.argv = ["snakemake", *sys.argv[1:]]
+runpy.run_module("snakemake", run_name="__main__")
 """
 
 
@@ -46,5 +62,22 @@ def test_the_data_jobs_run_without_torch(tmp_path):
     assert json.loads((tmp_path / "tokens" / "manifest.json").read_text())  # the jobs did their work
 
 
-def test_the_command_line_and_the_law_settings_import_neither_torch_nor_the_optimiser():
-    assert run(VALIDATION_IMPORTS) == []
+def test_checking_the_embedded_profile_imports_no_torch():
+    # make's check before Snakemake (workflows.experiments): the profile, then the tables' own files
+    assert run(VALIDATION_IMPORTS, "config/default.yaml") == []
+
+
+@pytest.mark.parametrize("profile", ["default.yaml", "small.yaml", "paper-dlcm.yaml", "paper-ncm-conditional.yaml"])
+def test_a_snakemake_dry_run_imports_no_torch(profile, tmp_path):
+    dry = subprocess.run([sys.executable, "-c", BLOCKED, "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
+                          "--configfile", str(ROOT / "config" / profile), "-n", "-q"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert dry.returncode == 0, (dry.stdout + dry.stderr)[-2000:]
+
+
+def test_each_family_samples_as_its_model_class_does():
+    from evals.genppl.sample import sampler_kind
+    from models.registry import NON_CAUSAL, REGISTRY
+
+    assert {arch: spec.sampler for arch, spec in {**REGISTRY, **NON_CAUSAL}.items()} == \
+        {arch: sampler_kind(spec.build) for arch, spec in {**REGISTRY, **NON_CAUSAL}.items()}

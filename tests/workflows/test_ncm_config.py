@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from models.ncm_tokenizer import SCHEDULES, schedule_lengths
+from models.configs import SCHEDULES, schedule_lengths
 from models.registry import model_config
 from workflows.experiments import ConfigError, resolve, run_config, validate
 

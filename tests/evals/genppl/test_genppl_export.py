@@ -50,8 +50,9 @@ def test_exported_judge_loads_offline_and_reproduces_our_logits(judge_run, expor
 
 def test_export_refuses_non_gpt2_runs_and_models(judge_run, tmp_path):
     from evals.genppl import GenPPLError, export_judge
+    from models.configs import TokenLMConfig
     from models.hf_gpt2 import to_hf_gpt2
-    from models.token_lm import TokenLM, TokenLMConfig
+    from models.token_lm import TokenLM
 
     fake = tmp_path / "run"
     shutil.copytree(judge_run["final"], fake / "final")
