@@ -75,7 +75,7 @@ class Rotary(nn.Module):
 def llama3_scaled(inv_freq: torch.Tensor, scaling: dict) -> torch.Tensor:
     """Llama 3.1 rotary frequencies: wavelengths beyond ``original / low_freq_factor`` are divided by
     ``factor``, those below ``original / high_freq_factor`` kept, the band between interpolated (the
-    config checks the keys: ``models.token_lm.ROPE_SCALING``)."""
+    config checks the keys: ``models.configs.ROPE_SCALING``)."""
     factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
     original = scaling["original_max_position_embeddings"]
     wavelen = 2 * math.pi / inv_freq

@@ -159,7 +159,7 @@ Predictor = Literal["codebook", "linear"]  # S heads x N coefficients over the c
 class ConceptOptions:
     """Concept-path fields, mixed into a backbone config (``models.registry``). Defaults: §4.1 and
     the Pythia code; the switch each field resolves is named beside it."""
-    # The authors' code per backbone (module docstring table). GPT-2: L0 (§4.1, Table 14); G's fusion
+    # The authors' code per backbone (the table of ``models.conceptlm``). GPT-2: L0 (§4.1, Table 14); G's fusion
     # ln_f(h) + ln_f(c_hat) (docs/sources.md, "ConceptLM: the authors' code", item 11), no norm after the
     # concept layers (item 2), one bias-free linear code transform (item 4) and the VQ loss summed over
     # segments (item 6). Llama: no norm after the concept layers (L L756-773). Pythia: the field defaults
@@ -256,7 +256,7 @@ class DLCMOptions:
     """DLCM fields, mixed into a backbone config (``models.registry``: ``dlcm_gpt2``, ``dlcm_pythia``,
     ``dlcm_llama``). The backbone's ``d_model`` / ``n_head`` / ``n_kv_head`` are the token side (d_token,
     Table 3: 1536, 24 heads, 12 KV heads) and its ``n_layer`` the token layers, encoder + decoder
-    (Table 3: 10 + 6). Sources and "open N" as in the module docstring."""
+    (Table 3: 10 + 6). Sources and "open N" as in the ``models.dlcm`` docstring."""
     # --- widths and depths (Table 3) ---
     d_concept: int | None = None          # None = 2 d_model (Table 3: 3072 = 2 x 1536)
     concept_heads: int | None = None      # None = 2 n_head (Table 3: 48 = 2 x 24; the head width is kept)
@@ -295,7 +295,7 @@ class DLCMOptions:
     decoder_attention: Literal["replicate", "mask"] = "replicate"  # replicate: concepts copied to token positions +
     #                                       causal SDPA (Eq. 17) | mask: explicit masked cross-attention over the
     #                                       concepts (the reference)
-    concept_weighting: Literal["count", "uniform"] = "count"  # count: what replication computes (module docstring) |
+    concept_weighting: Literal["count", "uniform"] = "count"  # count: what replication computes (models.dlcm) |
     #                                       uniform: Psi's plain cross-attention (decoder_attention: mask only)
     cross_positions: Literal["rotary"] | None = off_switch()  # the cross-attention's positions: null (the paper's Psi:
     #                                       no position term) | rotary: RoPE on Q at the token's position and on
@@ -483,7 +483,7 @@ DEFAULT_SCALES = 12  # K of NCM's TinyStories and LM1B runs (L 128; App. B-C)
 
 
 def schedule_lengths(seq_len: int, n_scales: int, schedule: str) -> tuple[int, ...]:
-    """l_1 < ... < l_K = L of a named schedule (module docstring: targets, rounding, clamping)."""
+    """l_1 < ... < l_K = L of a named schedule (``models.ncm_tokenizer`` docstring: targets, rounding, clamping)."""
     L, K = seq_len, n_scales
     if schedule not in SCHEDULES:
         raise ValueError(f"model.length_schedule={schedule!r}: use one of {list(SCHEDULES)}")
@@ -531,7 +531,7 @@ class NCMTransformerFields:
 
 @dataclass(frozen=True)
 class NCMTokenizerConfig(NCMTransformerFields):
-    """Arch ``ncm_tokenizer``. Each field's source beside it (module docstring for the operators)."""
+    """Arch ``ncm_tokenizer``. Each field's source beside it (``models.ncm_tokenizer`` docstring for the operators)."""
     dec_layers: int | None = None       # decoder depth; None = n_layer (ours; NCM's depths UNKNOWN)
     d_code: int = 32                    # latent / code width d (VAR Cvae 32; NCM's d UNKNOWN)
     codebook_size: int = 4096           # codes per codebook |V_k| (VAR V 4096; NCM's UNKNOWN)
@@ -539,7 +539,7 @@ class NCMTokenizerConfig(NCMTransformerFields):
     #                                      3.2; sizes UNKNOWN): small coarse books bound the coarse codes' entropy
     shared_codebook: bool = False       # one codebook per scale (NCM notation e_{k,j}, |V_k|) | shared (VAR)
     n_scales: int | None = None         # K; None = len(scale_lengths), else 12 (NCM TinyStories / LM1B, App. B-C)
-    length_schedule: Schedule = "exponential"  # l_k schedule (App. F.1: exponential best; see docstring)
+    length_schedule: Schedule = "exponential"  # l_k schedule (App. F.1: exponential best; models.ncm_tokenizer)
     scale_lengths: tuple | None = None  # explicit l_1 < ... < l_K = L; overrides length_schedule
     down: Literal["area", "linear"] = "area"  # Down_k: area pooling (VAR) | linear interpolation
     up: Literal["linear", "nearest"] = "linear"  # R_k interpolation: linear (VAR's bicubic in 1-D) | nearest
@@ -550,7 +550,7 @@ class NCMTokenizerConfig(NCMTransformerFields):
     #                                            only (Eq. 9)
     straight_through: Literal["latent", "scale", "anchored"] = "latent"  # decoder gradient to z at L (VAR) | through
     #                                     each scale's Down_k / R_k | both: truncated per scale + full at L (ours;
-    #                                     docstring 5.)
+    #                                     models.ncm_tokenizer, 5.)
     nested_dropout: float = 1.0         # P(truncate a sequence to k ~ U{1..K} scales) (Sec. 3.3: every step)
     tie_embeddings: bool = False        # decoder head tied to the encoder's token embedding (ours: untied)
     latent_norm: bool = True            # z = LayerNorm without affine of the code projection (ours) | raw (VAR)
@@ -644,7 +644,7 @@ class NCMConfig(NCMTransformerFields):
     #                                     Table 9) | block_causal: itself and coarser scales (VAR; Table 9 ablation)
     perturb_rate: float = 0.1           # conditioning-code perturbation p (NCM App. F.3; rate UNKNOWN: ours)
     head: Literal["shared", "per_scale"] = "shared"  # one code head for all scales (VAR) | one per scale (ours;
-    #                                     module docstring)
+    #                                     ``models.ncm`` docstring)
     alpha: float = 0.0                  # loss weights w_k = l_k^-alpha / sum_j l_j^(1-alpha) (Eq. 10; ours: 0, VAR)
     prefix_len: int = 0                 # source tokens before the target window (conditional, Sec. 3.4); 0 = none
     cond_dropout: float = 0.1           # P(source replaced by the null condition) in training, for guidance (ours:

@@ -57,16 +57,19 @@ def run(code: str, *args: str) -> list[str]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_the_data_jobs_run_without_torch(tmp_path):
     assert run(DATA_JOBS, str(tmp_path)) == []
     assert json.loads((tmp_path / "tokens" / "manifest.json").read_text())  # the jobs did their work
 
 
+@pytest.mark.slow
 def test_checking_the_embedded_profile_imports_no_torch():
     # make's check before Snakemake (workflows.experiments): the profile, then the tables' own files
     assert run(VALIDATION_IMPORTS, "config/default.yaml") == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile", ["default.yaml", "paper-dlcm.yaml"])  # every family; muP and the law at scale
 def test_a_snakemake_dry_run_imports_no_torch(profile, tmp_path):
     dry = subprocess.run([sys.executable, "-c", BLOCKED, "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
