@@ -24,7 +24,27 @@ ROPE_SCALING = ("rope_type", "factor", "low_freq_factor", "high_freq_factor", "o
 
 
 @dataclass(frozen=True)
-class TokenLMConfig:
+class TransformerFields:
+    """The fields every transformer of the suite has, first and in this order (the data fixes ``vocab_size`` and
+    ``seq_len``); the backbones (``TokenLMConfig``) and NCM's two stages (``NCMTransformerFields``) add theirs.
+    Defaults: GPT-2's (4 d MLP, biases, LayerNorm eps 1e-5), no dropout."""
+    vocab_size: int
+    seq_len: int
+    d_model: int
+    n_layer: int
+    n_head: int
+    mlp_ratio: int = 4
+    dropout: float = 0.0
+    bias: bool = True
+    norm_eps: float = 1e-5
+
+    def __post_init__(self):
+        check_fields(self)
+        check_transformer(self)
+
+
+@dataclass(frozen=True)
+class TokenLMConfig(TransformerFields):
     """Hyper-parameters of a GPT-2-style token LM. Every default, with its source (HF = ``transformers``
     ``GPT2Config`` / ``GPT2PreTrainedModel._init_weights``; G = the ConceptLM authors' GPT-2 code,
     ``ConceptLM_GPT2model.py``, docs/sources.md, "ConceptLM: the authors' code"):
@@ -55,15 +75,6 @@ class TokenLMConfig:
       config); False leaves them at 0.02 (GPT-NeoX, Llama).
     * Attention: softmax scale 1/sqrt(head dim), causal (HF ``scale_attn_weights``).
     """
-    vocab_size: int
-    seq_len: int
-    d_model: int
-    n_layer: int
-    n_head: int
-    mlp_ratio: int = 4
-    dropout: float = 0.0
-    bias: bool = True
-    norm_eps: float = 1e-5
     activation: Activation = "gelu_tanh"  # gelu_tanh (GPT-2) | gelu (GPT-NeoX) | swiglu (Llama)
     positional: Positional = "learned"  # learned (GPT-2) | rotary (GPT-NeoX, Llama)
     rotary_pct: float = 1.0
@@ -78,8 +89,7 @@ class TokenLMConfig:
     rope_scaling: dict | None = None   # Llama 3.1 rotary scaling, transformers' rope_parameters layout
 
     def __post_init__(self):
-        check_fields(self)
-        check_transformer(self)
+        super().__post_init__()
         if not 0 < self.rotary_pct <= 1:
             raise ValueError(f"model.rotary_pct={self.rotary_pct}: use the rotated share of a head, in (0, 1]")
         if self.rotary_base <= 0:
@@ -501,28 +511,15 @@ def schedule_lengths(seq_len: int, n_scales: int, schedule: str) -> tuple[int, .
 
 
 @dataclass(frozen=True)
-class NCMTransformerFields:
+class NCMTransformerFields(TransformerFields):
     """The transformer fields the NCM tokenizer and generator share, named as the suite's backbones
     (``models.token_lm``) so a profile's ``defaults.model`` applies. Defaults are GPT-2's (*ours*: NCM's
     architectures are UNKNOWN): pre-norm blocks, 4 d MLP, tanh GELU, biases, LayerNorm eps
     1e-5, N(0, 0.02) init with output projections x 1/sqrt(2 n_layer) (VAR divides them by sqrt(2 depth)
     too, VAR 4), no dropout."""
-    vocab_size: int
-    seq_len: int
-    d_model: int
-    n_layer: int
-    n_head: int
-    mlp_ratio: int = 4
-    dropout: float = 0.0
-    bias: bool = True
-    norm_eps: float = 1e-5
     activation: Activation = "gelu_tanh"
     norm: Norm = "layernorm"
     init_std: float = 0.02
-
-    def __post_init__(self):
-        check_fields(self)
-        check_transformer(self)
 
     def trained_losses(self) -> tuple[str, ...]:
         """Every loss of ``loss_names`` trains (none has an off switch)."""
