@@ -101,9 +101,6 @@ def shift_broadcast(c_hat: torch.Tensor, k: int, length: int) -> torch.Tensor:
 class ConceptLM(TokenLM):
     """The token backbone (``TokenLM``: embedding, blocks, final norm, head) with the concept path."""
 
-    # FSDP (trainer.distributed): every state is a parameter (SimVQ learns a transform of a frozen code
-    # table, no EMA statistics), so the token blocks, then the concept blocks, then the root shard exactly.
-    SHARDABLE = True
     # Monitor metrics the trainer reports as a warning the first time they are non-zero.
     ALERTS = {"vq_collapse": "codebook collapse: a segment's usage perplexity fell under max(2, 5% of N) codes "
                              "(App. E.3); see metric/vq_ppl_s* in the training log"}

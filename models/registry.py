@@ -44,13 +44,18 @@ class ModelSpec:
     per call; ``ncm``: one scale per call; ``mdlm``: masked diffusion; None: it does not generate).
     ``upstream``: (model field, arch) of a model trained on top of another run (NCM's generator on its
     tokenizer run): the experiment's ``upstream:`` fills that field with the upstream run's model settings,
-    and the trainer loads the upstream's ``final/`` (``model.load_upstream``)."""
+    and the trainer loads the upstream's ``final/`` (``model.load_upstream``). ``shardable``: FSDP
+    (``train.parallel: fsdp``, ``trainer.distributed``) wraps the model's ``fsdp_units()`` one by one, then the
+    root; offered where it is exact and tested (token LMs; ConceptLM, whose SimVQ learns a transform of a
+    frozen code table: no EMA statistics), not for a model with state each rank updates from its own batch
+    (DLCM's parser statistics) nor one not tested sharded yet (ContextLM, MTP, NCM, masked diffusion)."""
     name: str
     config_cls: type
     model: str
     flops: str
     sampler: str | None = "ar"
     upstream: tuple[str, str] | None = None
+    shardable: bool = False
 
     @property
     def build(self) -> type:
@@ -62,12 +67,12 @@ class ModelSpec:
 
 
 BACKBONES = {"gpt2": TokenLMConfig, "pythia": PythiaConfig, "llama": LlamaConfig}
-FAMILIES = {  # family: (options mixed into the backbone config, model, FLOPs formula)
-    "conceptlm": (ConceptOptions, "models.conceptlm:ConceptLM", "models.conceptlm:concept_lm_flops_per_token"),
-    "contextlm": (ContextOptions, "models.conceptlm:ConceptLM", "models.conceptlm:concept_lm_flops_per_token"),
-    "mtp": (MTPOptions, "models.mtp:MTPLM", "models.mtp:mtp_flops_per_token"),
+FAMILIES = {  # family: (options mixed into the backbone config, model, FLOPs formula, shardable)
+    "conceptlm": (ConceptOptions, "models.conceptlm:ConceptLM", "models.conceptlm:concept_lm_flops_per_token", True),
+    "contextlm": (ContextOptions, "models.conceptlm:ConceptLM", "models.conceptlm:concept_lm_flops_per_token", False),
+    "mtp": (MTPOptions, "models.mtp:MTPLM", "models.mtp:mtp_flops_per_token", False),
     # DLCM (arXiv 2512.24617): models/dlcm.py
-    "dlcm": (DLCMOptions, "models.dlcm:DLCM", "models.dlcm:dlcm_flops_per_token"),
+    "dlcm": (DLCMOptions, "models.dlcm:DLCM", "models.dlcm:dlcm_flops_per_token", False),
 }
 TOKEN_LM = ("models.token_lm:TokenLM", "models.token_lm:token_lm_flops_per_token")
 
@@ -83,9 +88,9 @@ def family_config(options: type, backbone: str) -> type:
 
 REGISTRY: dict[str, ModelSpec] = {
     spec.name: spec for spec in (
-        *(ModelSpec(name, cfg, *TOKEN_LM) for name, cfg in BACKBONES.items()),
-        *(ModelSpec(f"{family}_{backbone}", family_config(options, backbone), model, flops)
-          for family, (options, model, flops) in FAMILIES.items() for backbone in BACKBONES),
+        *(ModelSpec(name, cfg, *TOKEN_LM, shardable=True) for name, cfg in BACKBONES.items()),
+        *(ModelSpec(f"{family}_{backbone}", family_config(options, backbone), model, flops, shardable=shardable)
+          for family, (options, model, flops, shardable) in FAMILIES.items() for backbone in BACKBONES),
     )
 }
 

@@ -117,18 +117,14 @@ class TokenLM(nn.Module):
     # a subclass whose forward adds a path (ConceptLM) would decode wrongly from the token blocks' cache,
     # so it generates by recomputation unless it sets INCREMENTAL_DECODE = True in its own body.
     INCREMENTAL_DECODE: ClassVar[bool] = True
-    # FSDP (trainer.distributed) shards each block, then the root: exact for this class, whose only state
-    # is its parameters. Not inherited either: a subclass with state each rank updates from its own batch
-    # (DLCM's parser statistics) would drift apart across ranks; ConceptLM opts in (parameters only).
-    SHARDABLE: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls.INCREMENTAL_DECODE = cls.__dict__.get("INCREMENTAL_DECODE", False)
-        cls.SHARDABLE = cls.__dict__.get("SHARDABLE", False)
 
     def fsdp_units(self) -> list[nn.Module]:
-        """The modules FSDP wraps one by one before the root (``trainer.distributed.shard``)."""
+        """The modules FSDP wraps one by one before the root (``trainer.distributed.shard``; which families
+        shard: ``ModelSpec.shardable``)."""
         return list(self.blocks)
 
     def __init__(self, cfg: TokenLMConfig):

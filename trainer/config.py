@@ -66,6 +66,17 @@ class TrainConfig:
                    if f.name not in section and written_out(f, getattr(typed, f.name))}, **section}
 
 
+def fsdp_problem(spec, cfg) -> str | None:
+    """Why models of registry entry ``spec`` (``models.registry.ModelSpec``) with config ``cfg`` cannot train
+    under FSDP (``trainer.distributed``), or None; from the entry and the config, no model built."""
+    if not spec.shardable:
+        return (f"train.parallel=fsdp: model.arch={spec.name} is not shardable (state every rank updates from its "
+                "own batch, or not tested sharded; token LMs and ConceptLM are); use train.parallel=ddp")
+    if getattr(cfg, "tie_embeddings", False):
+        return "train.parallel=fsdp shards untied models only; set model.tie_embeddings=false (Llama's default)"
+    return None
+
+
 def world_size_problem(t: dict, world: int = 1) -> str | None:
     """Why ``world`` processes cannot run the global batch of ``train`` settings ``t`` (each process takes
     micro-batches of ``micro_batch_size``, accumulated to ``batch_size`` in all), or None."""

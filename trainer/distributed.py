@@ -2,11 +2,10 @@
 ConceptLM Table 3's continual pre-training of Llama-3.1-8B (``train.parallel: fsdp``).
 
 * What shards: each transformer block is one FSDP unit (its parameters gathered for its forward and
-  backward, resharded after), then the root (embeddings, final norm, head). A model class opts in with
-  ``SHARDABLE = True`` and ``fsdp_units()``, the modules to wrap; token LMs (``models.token_lm``: GPT-2,
-  Pythia, Llama) and ConceptLM (its token and concept blocks; its codebook is parameters) do. Families
-  with state that every rank updates from its own batch (DLCM's parser statistics) or not wrapped yet
-  (ContextLM, MTP, NCM, MDLM), and tied embeddings, are refused before training (``fsdp_problem``).
+  backward, resharded after), then the root (embeddings, final norm, head): the model class's
+  ``fsdp_units()``. Which families shard is their registry entry's (``ModelSpec.shardable``: token LMs
+  and ConceptLM); the others, and tied embeddings, are refused before training
+  (``trainer.config.fsdp_problem``).
 * Accumulation: gradients are reduce-scattered on the last micro-batch of a step only
   (``set_requires_gradient_sync``), as DDP's ``no_sync``.
 * Checkpoints are sharded (``torch.distributed.checkpoint``): every rank writes its shard of the model
@@ -20,16 +19,6 @@ from pathlib import Path
 
 import torch
 from torch import nn
-
-def fsdp_problem(model_cls: type, cfg) -> str | None:
-    """Why models of class ``model_cls`` with config ``cfg`` cannot train under FSDP, or None (checked
-    from the class, so the profile check needs no model built)."""
-    if not getattr(model_cls, "SHARDABLE", False):
-        return (f"train.parallel=fsdp: {model_cls.__name__} models are not shardable (state every rank updates from "
-                "its own batch, or not wrapped yet; token LMs are); use train.parallel=ddp")
-    if getattr(cfg, "tie_embeddings", False):
-        return "train.parallel=fsdp shards untied models only; set model.tie_embeddings=false (Llama's default)"
-    return None
 
 
 def shard(model: nn.Module) -> nn.Module:

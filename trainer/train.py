@@ -37,12 +37,12 @@ from common.provenance import host_fingerprint
 from models.blocks import Block
 from models.dlcm import CrossBlock
 from models.losses import opaque_to_compile
-from models.registry import build_model, flops_per_token
+from models.registry import build_model, flops_per_token, get_spec
 from trainer.checkpoint import (binding_difference, clean_debris, load_checkpoint, prune_snapshots, read_state,
                                 remove_checkpoints, save_checkpoint, save_sharded_checkpoint, save_snapshot,
                                 save_weights, set_aside, snapshot_index, valid_checkpoints)
-from trainer.config import TrainConfig, world_size_problem
-from trainer.distributed import fsdp_problem, full_weights, load_shards, local, save_shards, shard
+from trainer.config import TrainConfig, fsdp_problem, world_size_problem
+from trainer.distributed import full_weights, load_shards, local, save_shards, shard
 from trainer.data import (DataError, WindowOrder, data_binding, gather_windows, mask_source, open_split, order_key,
                           read_manifest, view)
 from trainer.metrics import MetricsLog, is_validation_step
@@ -155,7 +155,7 @@ class Trainer:
         self.model.to(self.device)
         # train.parallel fsdp: sharded across the ranks (trainer.distributed); one process trains unsharded
         fsdp = self.t.get("parallel", "ddp") == "fsdp"
-        problem = fsdp_problem(type(self.model), self.model.cfg) if fsdp else None
+        problem = fsdp_problem(get_spec(self.model_kwargs["arch"]), self.model.cfg) if fsdp else None
         if problem:
             raise ReproError(f"{run_cfg['id']}: {problem}")
         self.sharded = fsdp and self.world > 1

@@ -7,6 +7,7 @@ one line naming the key and the fix (``validate``)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from pathlib import Path
 
@@ -41,8 +42,10 @@ def check_tables() -> None:
         raise ConfigError(f"{error}; fix the table spec or claim there") from None
 
 
+@functools.cache
 def _schema() -> dict:
-    """The profile schema, its entries of ``evals`` those of the registry (``evals/registry.py``)."""
+    """The profile schema, its entries of ``evals`` those of the registry (``evals/registry.py``); read once
+    per process (not changed by its readers)."""
     from evals.registry import item_schema
 
     schema = yaml.safe_load(SCHEMA_PATH.read_text())
@@ -136,7 +139,7 @@ def _check_upstream_data(config: dict, experiments: dict, source: str) -> None:
 
 def _check_semantics(config: dict, exp: dict) -> None:
     from models.registry import get_spec, model_config
-    from trainer.config import world_size_problem
+    from trainer.config import fsdp_problem, world_size_problem
 
     model, train = exp["model"], exp["train"]
     for key, value in _leaves({s: exp[s] for s in SECTIONS}):
@@ -165,9 +168,7 @@ def _check_semantics(config: dict, exp: dict) -> None:
         raise ConfigError(f"train.init_from: a LlamaForCausalLM loads into {' and '.join(INIT_FROM_ARCHS)} only, "
                           f"not model.arch={model['arch']}; drop init_from or use a Llama arch")
     if train.get("parallel") == "fsdp":
-        from trainer.distributed import fsdp_problem
-
-        problem = fsdp_problem(spec.build, typed)
+        problem = fsdp_problem(spec, typed)
         if problem:
             raise ConfigError(problem)
     _check_evals(config, exp, spec, typed)

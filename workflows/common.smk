@@ -1,5 +1,6 @@
 # Helpers only: validate the profile once, resolve experiments, name paths by experiment id.
 # The rules call `python -m workflows.cli ...`: the package is installed (editable) by `make`.
+import functools
 import json
 import os
 import re
@@ -190,7 +191,7 @@ def expected_configs_json():
 
     expected = {}
     for experiment, seed in runs():
-        run = run_config(PROFILE, experiment, seed)
+        run = settings_of_run(experiment, seed)
         upstream = EXPERIMENTS[experiment]["upstream"]
         expected[f"{experiment}/seed{seed}"] = {
             "hash": config_hash(run), "sections": {key: config_hash(value) for key, value in run.items()},
@@ -256,8 +257,14 @@ def run_tokenizer(wildcards):
     return tokenizer_file(EXPERIMENTS[wildcards.experiment]["data"])
 
 
+@functools.cache
+def settings_of_run(experiment: str, seed: int) -> dict:
+    """A training run's config (``run_config``), once per run: the DAG asks for it from several rules."""
+    return run_config(PROFILE, experiment, seed, EXPERIMENTS)
+
+
 def run_settings_json(wildcards):
-    return json.dumps(run_config(PROFILE, wildcards.experiment, int(wildcards.seed)), sort_keys=True)
+    return json.dumps(settings_of_run(wildcards.experiment, int(wildcards.seed)), sort_keys=True)
 
 
 # Real tasks from local copies (the profile's `local_tasks`): the manifest and every file it names are

@@ -335,13 +335,15 @@ def explicit_model(model: dict) -> dict:
                                       if f.name != "vocab_size" and written_out(f, getattr(typed, f.name))}}
 
 
-def run_config(config: dict, exp_id: str, seed: int) -> dict:
+def run_config(config: dict, exp_id: str, seed: int, experiments: dict[str, dict] | None = None) -> dict:
     """The full settings of one training run: what its config hash covers (with ``upstream``: the
     experiment and seed of the run it builds on). The ``eval`` settings are not among them: the DAG hands
-    them to the evaluations (``eval.batch_size``: lm-eval's batch), so editing them re-trains nothing."""
+    them to the evaluations (``eval.batch_size``: lm-eval's batch), so editing them re-trains nothing.
+    ``experiments``: ``resolve(config)`` where the caller holds it (the DAG asks once per run, not once per
+    run and experiment)."""
     from models.registry import get_spec
 
-    experiments = resolve(config)
+    experiments = resolve(config) if experiments is None else experiments
     if exp_id not in experiments:
         raise ConfigError(f"unknown experiment {exp_id!r}; the profile defines {sorted(experiments)}")
     exp = experiments[exp_id]

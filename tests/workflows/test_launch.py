@@ -201,9 +201,10 @@ def test_fsdp_for_a_family_that_cannot_shard_is_refused_naming_the_key(tmp_path)
 
     config = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
     config.pop("scaling_laws")
-    config["experiments"] = [{"id": "c", "overrides": {"model.arch": "dlcm_gpt2", "train.parallel": "fsdp"}}]
-    with pytest.raises(ConfigError, match="train.parallel=fsdp: DLCM models are not shardable"):
-        resolve(validate(config))
+    for arch in ("dlcm_gpt2", "contextlm_llama"):  # the parser's statistics; not tested sharded
+        config["experiments"] = [{"id": "c", "overrides": {"model.arch": arch, "train.parallel": "fsdp"}}]
+        with pytest.raises(ConfigError, match=f"train.parallel=fsdp: model.arch={arch} is not shardable"):
+            resolve(validate(config))
     config["experiments"] = [{"id": "t", "overrides": {"model.tie_embeddings": True, "train.parallel": "fsdp"}}]
     with pytest.raises(ConfigError, match="shards untied models only; set model.tie_embeddings=false"):
         resolve(validate(config))

@@ -5,11 +5,13 @@ law's fit). ``import torch`` alone takes about a second on 2 cores."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,8 +53,9 @@ runpy.run_module("snakemake", run_name="__main__")
 """
 
 
-def run(code: str, *args: str) -> list[str]:
-    out = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+def run(code: str, *args: str, cwd: Path = ROOT) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -64,9 +67,15 @@ def test_the_data_jobs_run_without_torch(tmp_path):
 
 
 @pytest.mark.slow
-def test_checking_the_embedded_profile_imports_no_torch():
-    # make's check before Snakemake (workflows.experiments): the profile, then the tables' own files
-    assert run(VALIDATION_IMPORTS, "config/default.yaml") == []
+@pytest.mark.parametrize("profile", ["default.yaml", "paper-conceptlm-llama8b.yaml"])  # FSDP's check too
+def test_checking_a_profile_imports_no_torch(profile, tmp_path):
+    # make's check before Snakemake (workflows.experiments): the profile, then the tables' own files; a local
+    # corpus the profile names (LongCtxEng) gets a stand-in
+    corpus = yaml.safe_load((ROOT / "config" / profile).read_text())["corpus"]
+    for path in corpus.get("local", {}).values() if corpus["source"] == "local" else ():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text('{"text": "a stand-in document"}\n')
+    assert run(VALIDATION_IMPORTS, str(ROOT / "config" / profile), cwd=tmp_path) == []
 
 
 @pytest.mark.slow
@@ -84,3 +93,12 @@ def test_each_family_samples_as_its_model_class_does():
 
     assert {arch: spec.sampler for arch, spec in {**REGISTRY, **NON_CAUSAL}.items()} == \
         {arch: sampler_kind(spec.build) for arch, spec in {**REGISTRY, **NON_CAUSAL}.items()}
+
+
+def test_the_families_fsdp_shards_are_those_whose_classes_name_their_units():
+    from models.registry import NON_CAUSAL, REGISTRY
+    from models.token_lm import TokenLM
+
+    shardable = {arch for arch, spec in {**REGISTRY, **NON_CAUSAL}.items() if spec.shardable}
+    assert {arch.split("_")[0] for arch in shardable} == {"gpt2", "pythia", "llama", "conceptlm"}
+    assert all(issubclass(REGISTRY[arch].build, TokenLM) for arch in shardable)  # TokenLM.fsdp_units
