@@ -28,6 +28,14 @@ TINY_RUN = {
 }
 
 
+def pytest_collection_modifyitems(config, items):
+    """The modules with slow tests (Snakemake DAGs, launched processes) run first, the others keep their order.
+    ``make test`` gives whole modules to two workers in collection order (``-n 2 --dist loadscope``); ending on
+    short modules, both workers finish together instead of one idling while the other runs its last DAG."""
+    slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow)
+
+
 @pytest.fixture(autouse=True)
 def _deterministic_threads():
     torch.set_num_threads(1)
