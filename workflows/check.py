@@ -241,8 +241,9 @@ def _check_evals(config: dict, exp: dict, spec, typed) -> None:
 
 def _check_data(config: dict, exp: dict, spec, typed) -> None:
     """The experiment's dataset (``data:``) fits its model: a paired dataset is read whole (model.seq_len =
-    source_len + target_len; token LMs, ncm and mdlm_* take the source as a prefix, ``model.prefix_len``
-    = source_len) or as its targets only (model.seq_len = target_len); the main corpus has no source."""
+    source_len + target_len; token LMs continue the source, ncm and mdlm_* take it as a prefix,
+    ``model.prefix_len`` = source_len) or as its targets only (model.seq_len = target_len); the main corpus
+    has no source."""
     from models.registry import BACKBONES
 
     ds = datasets(config)[exp["data"]]
