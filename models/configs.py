@@ -307,6 +307,11 @@ class DLCMOptions:
     #                                       concepts (the reference)
     concept_weighting: Literal["count", "uniform"] = "count"  # count: what replication computes (models.dlcm) |
     #                                       uniform: Psi's plain cross-attention (decoder_attention: mask only)
+    null_concept: Literal["first_segment"] | None = off_switch()  # who sees the learned null concept: null = every
+    #                                       token (ours so far: a constant every row of the softmax can rest on) |
+    #                                       first_segment: the tokens of segment 0 only, which see no concept yet;
+    #                                       the others attend over real concepts alone, as Psi has no null
+    #                                       (decoder_attention: mask only)
     cross_positions: Literal["rotary"] | None = off_switch()  # the cross-attention's positions: null (the paper's Psi:
     #                                       no position term) | rotary: RoPE on Q at the token's position and on
     #                                       each replicated K at the position of its copy (ours; replication only)
@@ -364,6 +369,9 @@ class DLCMOptions:
         if self.cross_positions == "rotary" and self.decoder_attention != "replicate":
             raise ValueError("model.cross_positions='rotary' places a concept's keys at the positions of its copies, "
                              "which only replication has; set model.decoder_attention: replicate")
+        if self.null_concept == "first_segment" and self.decoder_attention == "replicate":
+            raise ValueError("model.null_concept='first_segment' hides the null's copies from the later segments, "
+                             "which replication's causal attention cannot; set model.decoder_attention: mask")
         if self.concept_weighting == "uniform" and self.decoder_attention == "replicate":
             raise ValueError("model.concept_weighting='uniform' cannot be computed by replication (it weights a "
                              "concept by its copies); set model.decoder_attention: mask")

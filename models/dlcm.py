@@ -241,9 +241,9 @@ class ConceptCrossAttention(nn.Module):
     ``mask``: the explicit reference over the concept rows (module docstring)."""
 
     def __init__(self, d_model: int, d_concept: int, n_head: int, n_kv_head: int, bias: bool, dropout: float,
-                 eps: float, mode: str, weighting: str, rotary: Rotary | None = None):
+                 eps: float, mode: str, weighting: str, rotary: Rotary | None = None, null_first_only: bool = False):
         super().__init__()
-        self.rotary = rotary
+        self.rotary, self.null_first_only = rotary, null_first_only
         self.n_head, self.n_kv_head, self.head_dim = n_head, n_kv_head, d_model // n_head
         self.q = Linear(d_model, d_model, bias=bias)
         self.kv = Linear(d_concept, 2 * n_kv_head * self.head_dim, bias=bias)
@@ -267,6 +267,8 @@ class ConceptCrossAttention(nn.Module):
                                                dropout_p=dropout, enable_gqa=gqa)
         else:
             counts = visible_counts(seg, z.shape[1]).to(q.dtype)
+            if self.null_first_only:  # the null for the first segment's tokens only (model.null_concept)
+                counts[..., 0] *= seg == 0
             bias = counts.log() if self.weighting == "count" else torch.zeros_like(counts).masked_fill(
                 counts == 0, float("-inf"))
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias[:, None], dropout_p=dropout, enable_gqa=gqa)
@@ -287,7 +289,8 @@ class CrossBlock(nn.Module):
                                           cfg.bias, cfg.dropout, cfg.norm_eps, cfg.decoder_attention,
                                           cfg.concept_weighting,
                                           Rotary(cfg.d_model // cfg.n_head, 1.0, cfg.rotary_base, cfg.seq_len)
-                                          if cfg.cross_positions == "rotary" else None)
+                                          if cfg.cross_positions == "rotary" else None,
+                                          cfg.null_concept == "first_segment")
         self.ln2 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias)
         self.mlp = MLP(cfg.d_model, cfg.mlp_hidden or cfg.mlp_ratio * cfg.d_model, cfg.bias, cfg.activation)
         self.drop = nn.Dropout(cfg.dropout)

@@ -30,6 +30,7 @@ VARIANTS = {
     "dlcm_gpt2-rule": {"boundary_predictor": "rule", "boundary_threshold": 0.5, "smoothing": "none",
                        "cross_layers": "every", "n_layer": 3, "decoder_layers": 2},
     "dlcm_gpt2-mask-uniform": {"decoder_attention": "mask", "concept_weighting": "uniform"},
+    "dlcm_gpt2-null-first": {"decoder_attention": "mask", "null_concept": "first_segment"},
     "dlcm_gpt2-window": {"token_window": 4},                           # the token blocks see 4 tokens back
     "dlcm_gpt2-xrope": {"cross_positions": "rotary"},                  # RoPE in the cross-attention
     "dlcm_llama-xrope": {"n_kv_head": 1, "cross_positions": "rotary"},  # ... with GQA
@@ -313,6 +314,27 @@ def test_replication_equals_the_explicit_mask_in_values_and_gradients(n_kv_head)
         assert not torch.allclose(uni(x0, z0, seg), y1, atol=1e-3)
 
 
+def test_the_null_concept_for_the_first_segment_only():
+    """``first_segment``: a token of segment 0 reads the null alone, a later token its segment's predecessors
+    alone (Psi has no null): its output does not change with the null's values, and equals the plain
+    count-weighted attention over concepts 0 .. j(t) - 1."""
+    torch.manual_seed(0)
+    ref = ConceptCrossAttention(16, 24, 2, 2, True, 0.0, 1e-5, "mask", "count")
+    first = ConceptCrossAttention(16, 24, 2, 2, True, 0.0, 1e-5, "mask", "count", null_first_only=True)
+    first.load_state_dict(ref.state_dict())
+    seg = segment_ids(torch.tensor([[1, 0, 0, 1, 0, 1, 1, 0, 0, 0]], dtype=torch.bool))
+    x, z = torch.randn(1, 10, 16), torch.randn(1, 5, 24)
+    other = z.clone()
+    other[:, 0] = torch.randn(24)  # another null
+    with torch.no_grad():
+        y, y_other, y_ref = first(x, z, seg), first(x, other, seg), ref(x, z, seg)
+    later = seg[0] > 0
+    torch.testing.assert_close(y[:, later], y_other[:, later], atol=0, rtol=0)
+    assert not torch.allclose(y[:, ~later], y_other[:, ~later])
+    torch.testing.assert_close(y[:, ~later], y_ref[:, ~later])  # segment 0: the null, as before
+    assert not torch.allclose(y[:, later], y_ref[:, later])     # later: no weight left on the null
+
+
 def test_whole_model_replication_equals_mask_in_training():
     x = tokens(2, seed=4)
     runs = []
@@ -515,6 +537,7 @@ def test_flops_per_token_falls_with_the_compression_ratio():
     ({"calibration_momentum": 0.0}, "calibration_momentum"),
     ({"boundary_calibration": "median"}, "boundary_calibration"),
     ({"decoder_skip": "gate"}, "decoder_skip"),
+    ({"null_concept": "first_segment"}, "null_concept"),  # replication cannot hide the null's copies
 ])
 def test_bad_config_is_a_one_line_error_naming_the_key(fields, key):
     with pytest.raises(ValueError, match=rf"model\.{key}") as err:
