@@ -61,7 +61,7 @@ floors:
 	  > $(FLOORS_VENV)/floors.txt
 	$(FLOORS_VENV)/bin/python -m pip install --quiet -c $(FLOORS_VENV)/floors.txt -e ".[test]"
 	$(FLOORS_VENV)/bin/python -m pip check
-	$(FLOORS_VENV)/bin/python -m pytest -q -n $(CORES) --dist loadscope
+	$(FLOORS_VENV)/bin/python -m pytest -q -n $(CORES) --dist loadscope --no-loadscope-reorder
 
 reproduce: $(STAMP)
 	$(BIN)/python -m workflows.experiments $(PROFILE)
@@ -75,10 +75,10 @@ test: $(STAMP)
 	command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	  apt-get install -y -qq --no-install-recommends chromium >/dev/null; } 2>/dev/null || \
 	  echo "chromium is not installed (apt-get install chromium): the report's browser test is skipped"
-	$(BIN)/python -m pytest -q -n $(CORES) --dist loadscope
+	$(BIN)/python -m pytest -q -n $(CORES) --dist loadscope --no-loadscope-reorder
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(CORES) --dist loadscope -m "not slow"
+	$(BIN)/python -m pytest -q -n $(CORES) --dist loadscope --no-loadscope-reorder -m "not slow"
 
 # every full-scale profile's whole DAG in smoke mode (workflows/smoke.py: shapes, steps and data shrunk, hub
 # models, corpora and tasks stood in for locally), tables checked; results/<profile>-smoke/, resumable

@@ -58,6 +58,11 @@ width ``d_model`` (d_token) wraps a wider concept stream (``d_concept``), in fou
    of 3 seeds (swap +0.022 / +0.066 / +0.002 nats; with ``zero_proj`` +0.24-0.26 at a 0.15-nat worse test
    NLL); ``config/diagnostics.yaml`` has the rows. Off (null) by default.
 
+``null_concept: first_segment`` shows the null to the first segment's tokens only (they see no concept yet); the
+later tokens attend over real concepts alone, as Psi, which has no null (``mask`` attention only: replication's
+causal attention sees the null's copies at the first segment's positions). At the embedded shape the path stays
+idle with it too (``config/diagnostics.yaml``, ``dlcm_s_null1``): the null is not where the decoder parks it.
+
 **Causality rule of the decoder's cross-attention.** Token t (in segment j(t), counted from 0) sees the
 concepts j < j(t), and a learned null concept (row 0 of the key/value sequence, so segment 0 attends to
 something). Equivalently: token t sees concept j iff every token of segment j is at or before t AND the

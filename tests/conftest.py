@@ -30,8 +30,9 @@ TINY_RUN = {
 
 def pytest_collection_modifyitems(config, items):
     """The modules with slow tests (Snakemake DAGs, launched processes) run first, the others keep their order.
-    ``make test`` gives whole modules to two workers in collection order (``-n 2 --dist loadscope``); ending on
-    short modules, both workers finish together instead of one idling while the other runs its last DAG."""
+    ``make test`` hands whole modules to two workers as they free up, in collection order (``-n 2 --dist
+    loadscope --no-loadscope-reorder``; xdist's own order, most tests first, would start the many quick
+    checks first and end on the DAGs); ending on short modules, both workers finish together."""
     slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow)
 
