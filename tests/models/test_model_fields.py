@@ -72,7 +72,7 @@ def test_a_diagnostic_switch_left_off_is_not_in_the_run_config_and_set_it_is(pro
     assert on == {**off, "token_window": 8}
     fields = {f.name: f
               for f in dataclasses.fields(model_config({k: v for k, v in on.items() if k != "seq_len"}, **FIXED)[1])}
-    assert [name for name, f in fields.items() if f.metadata] == ["token_window", "cross_positions"]
+    assert [name for name, f in fields.items() if f.metadata] == ["token_window", "null_concept", "cross_positions"]
 
 
 def test_unknown_model_keys_are_one_line_errors_naming_the_key(profile):

@@ -75,7 +75,7 @@ def test_fillers_run_in_small_and_diagnostics_in_their_opt_in_profile():
                                                 "mtp_pythia_s_mean", "dlcm_s_window8", "dlcm_s_window1",
                                                 "dlcm_s_xrope", "dlcm_s_xrope_zp", "dlcm_s_1200", "dlcm_s_xrope_1200",
                                                 "dlcm_s_xrope_w8", "dlcm_s_xrope_w16",
-                                                "dlcm_s_t32", "dlcm_s_t32_2400", "dlcm_s_t16",
+                                                "dlcm_s_t32", "dlcm_s_t32_2400", "dlcm_s_t16", "dlcm_s_null1",
                                                 "ncm_tok_s800", "ncm_tok_s1600", "ncm_tok_s3200", "ncm_s_t800",
                                                 "ncm_s_t1600", "ncm_s_t3200", "ncm_s_t3200_g1000", "ncm_s_t3200_g2000",
                                                 "ncm_anchor_tok_s", "ncm_anchor_tok_s_nd1",
@@ -91,6 +91,8 @@ def test_fillers_run_in_small_and_diagnostics_in_their_opt_in_profile():
     narrow = [diagnostics[e]["model"] for e in ("dlcm_s_t32", "dlcm_s_t32_2400", "dlcm_s_t16")]
     assert [(m["d_model"], m["d_concept"], m["concept_layers"]) for m in narrow] == [(32, 128, 2)] * 2 + [(16, 128, 2)]
     assert diagnostics["dlcm_s_t32_2400"]["train"]["steps"] == 2400 and diagnostics["dlcm_s_t16"]["seeds"] == [0, 1, 2]
+    null1 = diagnostics["dlcm_s_null1"]["model"]
+    assert (null1["null_concept"], null1["decoder_attention"]) == ("first_segment", "mask")
     curve = {e: diagnostics[e] for e in diagnostics if e.startswith(("ncm_tok_s", "ncm_s_t"))}
     assert [curve[f"ncm_tok_s{n}"]["train"]["steps"] for n in (800, 1600, 3200)] == [800, 1600, 3200]
     assert {curve[f"ncm_tok_s{n}"]["model"]["codebook_size"] for n in (800, 1600, 3200)} == {512}  # as measured
