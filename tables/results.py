@@ -251,7 +251,7 @@ def check_fresh(root: Path, expected: dict[str, dict] | None, allow_stale: bool 
             f"{'; '.join(texts[:3])}"
             + (f"; and {len(texts) - 3} more" if len(texts) > 3 else "")
             + f"; re-run them (snakemake --forcerun {first}/config.json, or delete the run folder), or build the "
-            "tables with --allow-stale to show them marked stale")
+            "tables with the tables rule's arguments and --allow-stale to show them marked stale")
     return stale
 
 
