@@ -35,6 +35,15 @@ def planned(stdout: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", stdout, re.M)}
 
 
+def write_local_corpus_stand_ins(configfile: Path, root: Path) -> None:
+    """A stand-in under ``root`` at each path of the profile's local corpus (LongCtxEng is not distributed)."""
+    corpus = yaml.safe_load(configfile.read_text())["corpus"]
+    for split in ("train", "valid", "test") if corpus["source"] == "local" else ():
+        if split in corpus["local"]:
+            (root / corpus["local"][split]).parent.mkdir(parents=True, exist_ok=True)
+            (root / corpus["local"][split]).write_text('{"text": "a stand-in document"}\n')
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FULL_SCALE))
 def test_every_full_scale_profile_resolves_its_whole_dag_offline(name, tmp_path, monkeypatch):
@@ -42,11 +51,7 @@ def test_every_full_scale_profile_resolves_its_whole_dag_offline(name, tmp_path,
     per run; data, judges and pretrained weights load inside the jobs, never at planning time. A corpus that
     is not distributed (a local file: LongCtxEng) gets a stand-in at the profile's path."""
     configfile = ROOT / "config" / name
-    corpus = yaml.safe_load(configfile.read_text())["corpus"]
-    for split in ("train", "valid", "test") if corpus["source"] == "local" else ():
-        if split in corpus["local"]:
-            (tmp_path / corpus["local"][split]).parent.mkdir(parents=True, exist_ok=True)
-            (tmp_path / corpus["local"][split]).write_text('{"text": "a stand-in document"}\n')
+    write_local_corpus_stand_ins(configfile, tmp_path)
     monkeypatch.chdir(tmp_path)  # relative paths start at the working directory, as snakemake -d sets it
     run = dry_run(tmp_path, configfile, FULL_SCALE[name])
     assert run.returncode == 0, run.stderr[-3000:]

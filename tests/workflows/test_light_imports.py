@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,10 +70,9 @@ def test_the_data_jobs_run_without_torch(tmp_path):
 def test_checking_a_profile_imports_no_torch(profile, tmp_path):
     # make's check before Snakemake (workflows.experiments): the profile, then the tables' own files; a local
     # corpus the profile names (LongCtxEng) gets a stand-in
-    corpus = yaml.safe_load((ROOT / "config" / profile).read_text())["corpus"]
-    for path in corpus.get("local", {}).values() if corpus["source"] == "local" else ():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text('{"text": "a stand-in document"}\n')
+    from tests.workflows.test_launch import write_local_corpus_stand_ins
+
+    write_local_corpus_stand_ins(ROOT / "config" / profile, tmp_path)
     assert run(VALIDATION_IMPORTS, str(ROOT / "config" / profile), cwd=tmp_path) == []
 
 
